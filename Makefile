@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine: `make report` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install report sandbox test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job: a self-contained HTML delivery report (the sandbox unless SVC_BASE_URL/SVC_API_KEY are set).
+report: $(STAMP)
+	$(BIN)/python -m toolkit report --since 7d --out delivery-report.html
+
+## Serve the sandbox on http://127.0.0.1:8642 and print its API keys.
+sandbox: $(STAMP)
+	$(BIN)/python -m toolkit sandbox
+
+## Every test, notebooks included.
+test: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax tests notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/ruff format --check toolkit tests benchmarks
+
+bench: $(STAMP)
+	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) *.egg-info delivery-report.html

@@ -1,0 +1,35 @@
+"""Shared fixtures: real sandboxes on 127.0.0.1, with a fixed clock so data are reproducible."""
+
+from __future__ import annotations
+
+import pytest
+
+#: The instant the test sandboxes' clocks start at; seeded data are a function of (seed, NOW).
+NOW = "2026-11-01T12:00:00Z"
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """The shared, seeded sandbox (20,000 notifications). Tests must not change its data or leave
+    faults on: use ``fresh_sandbox`` to write, and ``faults`` to inject faults."""
+    from toolkit.sandbox import start
+
+    with start(seed=7, now=NOW) as handle:
+        yield handle
+
+
+@pytest.fixture
+def faults(sandbox):
+    """The shared sandbox's fault injector, reset after the test."""
+    sandbox.faults.reset()
+    yield sandbox.faults
+    sandbox.faults.reset()
+
+
+@pytest.fixture
+def fresh_sandbox():
+    """A small sandbox of the test's own, for tests that write."""
+    from toolkit.sandbox import start
+
+    with start(seed=11, now=NOW, notifications=600, subscribers=120) as handle:
+        yield handle

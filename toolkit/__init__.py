@@ -1,0 +1,42 @@
+"""Explore and monitor a notification service from Jupyter.
+
+>>> import toolkit
+>>> client = toolkit.connect()          # SVC_BASE_URL / SVC_API_KEY, else the local sandbox
+>>> activity = toolkit.read_activity(client, after="24h")
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# The public surface, imported lazily so that `import toolkit` stays fast and the sandbox's
+# dependencies are only needed when the sandbox is used.
+_EXPORTS = {
+    "connect": "toolkit.client",
+    "Client": "toolkit.client",
+    "read_subscribers": "toolkit.read",
+    "read_subscriptions": "toolkit.read",
+    "read_activity": "toolkit.read",
+    "read_integrations": "toolkit.read",
+    "Activity": "toolkit.frames",
+    "errors": "toolkit.errors",
+    "charts": "toolkit.charts",
+    "panels": "toolkit.panels",
+    "report": "toolkit.report",
+    "sandbox": "toolkit.sandbox",
+    "Monitor": "toolkit.monitor",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name.endswith("." + name) else getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,31 @@
+"""``python -m toolkit {sandbox,report} ...``"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: python -m toolkit {sandbox,report} [options]
+
+  sandbox   serve the local sandbox service (python -m toolkit sandbox --help)
+  report    write the shareable HTML delivery report (python -m toolkit report --help)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "sandbox":
+        from toolkit.sandbox.cli import main as run
+    elif command == "report":
+        from toolkit.report.cli import main as run
+    else:
+        print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The sandbox's clock: real time, optionally anchored to a chosen instant for reproducible data."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+
+def parse_instant(value: str | datetime) -> datetime:
+    """Parse an ISO 8601 string (``Z`` allowed) or a datetime into an aware UTC datetime."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    """Format as the service does: ``2026-11-22T05:07:57.123Z`` (sorts lexicographically)."""
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class Clock:
+    """Time that starts at ``start`` (default: the real now) and then advances in real time."""
+
+    def __init__(self, start: str | datetime | None = None):
+        self.start = parse_instant(start) if start is not None else datetime.now(timezone.utc)
+        self._origin = time.monotonic()
+
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=time.monotonic() - self._origin)
+
+    def __repr__(self) -> str:
+        return f"Clock(start={iso(self.start)!r})"
