@@ -1,0 +1,83 @@
+"""Times as the toolkit accepts them, and as the service writes them.
+
+>>> parse_time("24h", name="after", now=datetime(2026, 11, 1, 12, tzinfo=timezone.utc))
+datetime.datetime(2026, 10, 31, 12, 0, tzinfo=datetime.timezone.utc)
+>>> to_iso(datetime(2026, 11, 1, 12, tzinfo=timezone.utc))
+'2026-11-01T12:00:00.000Z'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, timezone
+
+from toolkit.errors import ParameterError
+
+__all__ = ["parse_time", "to_iso", "utcnow"]
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(w|d|h|m|s)\s*$")
+_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+_ALLOWED = (
+    "an ISO 8601 time ('2026-11-01T12:00:00Z'), a datetime or pandas.Timestamp (naive = UTC), "
+    "a date, or a duration before now such as '90s', '30m', '24h', '7d', '2w'"
+)
+
+
+def utcnow() -> datetime:
+    """The wall clock, as an aware UTC datetime."""
+    return datetime.now(timezone.utc)
+
+
+def parse_time(
+    value: str | datetime | date,
+    *,
+    name: str = "time",
+    now: datetime | Callable[[], datetime] = utcnow,
+) -> datetime:
+    """Parse a time given in any of the accepted forms to an aware UTC datetime.
+
+    Parameters
+    ----------
+    value : str, datetime, pandas.Timestamp or date
+        ISO 8601 (a trailing ``Z`` is fine); a naive datetime is taken as UTC; a date means its
+        midnight UTC; ``"7d"``, ``"24h"``, ``"30m"``, ``"90s"``, ``"2w"`` mean now minus that.
+    name : str
+        The parameter's name, for the error message.
+    now : datetime or callable
+        "Now" for relative durations (the service's clock when known).
+
+    Raises
+    ------
+    ParameterError
+        The value is none of the accepted forms.
+    """
+    if isinstance(value, str):
+        match = _RELATIVE.match(value)
+        if match:
+            current = now() if callable(now) else now
+            delta = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+            return _utc(current) - delta
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ParameterError(name, value, _ALLOWED) from None
+    if isinstance(value, datetime):  # pandas.Timestamp is a datetime
+        if value != value:  # NaT
+            raise ParameterError(name, value, _ALLOWED)
+        return _utc(value.to_pydatetime() if hasattr(value, "to_pydatetime") else value)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    raise ParameterError(name, value, _ALLOWED)
+
+
+def to_iso(moment: datetime) -> str:
+    """Format as the service does: ``2026-11-01T12:00:00.000Z`` (milliseconds, UTC)."""
+    moment = _utc(moment)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
