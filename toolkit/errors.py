@@ -272,10 +272,11 @@ def _field_errors(body: Any) -> dict[str, list[str]]:
 def _message(body: Any, status: int, field_errors: dict[str, list[str]]) -> str:
     if isinstance(body, Mapping):
         message = body.get("message")
-        if field_errors and not isinstance(message, str):
-            message = "; ".join(m for ms in field_errors.values() for m in ms)
-        elif isinstance(message, list):
-            message = "; ".join(map(str, message))
+        details = "; ".join(m for ms in field_errors.values() for m in ms)
+        if isinstance(message, list) or (details and not message):
+            message = details
+        elif details and details not in str(message):
+            message = f"{message}: {details}"
         if message:
             error_id = body.get("errorId")
             return f"{message} (errorId {error_id})" if error_id else str(message)

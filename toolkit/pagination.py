@@ -135,8 +135,10 @@ class ActivityPager:
 
     def _check_repeat(self, pages: dict[int, tuple[list[Any], Any]], number: int) -> None:
         ids = [_key(item) for item in pages[number][0]]
+        if not ids or None in ids:
+            return
         for neighbour in (number - 1, number + 1):
-            if ids and neighbour in pages and [_key(i) for i in pages[neighbour][0]] == ids:
+            if neighbour in pages and [_key(i) for i in pages[neighbour][0]] == ids:
                 first, second = sorted((number, neighbour))
                 raise PaginationError(
                     f"the service returned the same items for pages {first} and {second}"

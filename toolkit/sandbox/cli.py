@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -126,7 +127,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     from toolkit.sandbox.server import start
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C
+    for signum in (signal.SIGINT, signal.SIGTERM):  # both stop the sandbox like Ctrl-C
+        signal.signal(signum, signal.default_int_handler)
     try:
         sandbox = start(
             seed=args.seed,
@@ -141,6 +143,12 @@ def main(argv: list[str]) -> int:
         )
     except KeyboardInterrupt:
         return 130
+    except RuntimeError as exc:
+        print(
+            f"python -m toolkit sandbox: error: {exc}; is the port in use? (--port 0 picks a free one)",
+            file=sys.stderr,
+        )
+        return 1
     with sandbox:
         if args.latency_ms or args.jitter_ms or args.error_rate:
             sandbox.faults.set(

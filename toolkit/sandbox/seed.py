@@ -29,9 +29,9 @@ from typing import Any
 
 from toolkit.sandbox.clock import iso, parse_instant
 from toolkit.sandbox.ids import IdFactory
-from toolkit.sandbox.store import CHANNEL_BITS, Store
+from toolkit.sandbox.store import CHANNEL_BITS, RETENTION_DAYS, Store
 
-#: Days of activity that end at ``now``.
+#: Days of activity that end at ``now`` (at most three retention periods of the plan).
 ACTIVITY_DAYS = 14
 #: The small environments get this share of the requested sizes.
 SMALL_SHARE = 0.05
@@ -43,37 +43,49 @@ TENANCY = [  # organization, plan, environment names; the first environment is t
     ("Globex", "free", ["Development"]),
 ]
 
-CHANNELS = ("in_app", "email", "sms", "chat", "push")
-
 # --------------------------------------------------------------------------------------------
 # Vocabularies
 # --------------------------------------------------------------------------------------------
 
-FIRST_NAMES = """Olivia Liam Emma Noah Ava Oliver Sophia Elijah Isabella James Mia William Amelia
-Benjamin Harper Lucas Evelyn Henry Abigail Alexander Emily Daniel Ella Matthew Elizabeth Jackson
-Sofia Sebastian Avery Mateo Scarlett Jack Grace Owen Chloe Theodore Camila Aiden Penelope Samuel
-Riley Joseph Layla John Lillian David Nora Wyatt Zoey Leo Hannah Hiroshi Yuki Priya Arjun Lena
-Jonas Chloé Louis Lucía Javier Ana João Mariana Aarav Saanvi Mohammed Fatima Wei Mei""".split()
+# fmt: off
+FIRST_NAMES = (
+    "Olivia", "Liam", "Emma", "Noah", "Ava", "Oliver", "Sophia", "Elijah", "Isabella", "James",
+    "Mia", "William", "Amelia", "Benjamin", "Harper", "Lucas", "Evelyn", "Henry", "Abigail",
+    "Alexander", "Emily", "Daniel", "Ella", "Matthew", "Elizabeth", "Jackson", "Sofia",
+    "Sebastian", "Avery", "Mateo", "Scarlett", "Jack", "Grace", "Owen", "Chloe", "Theodore",
+    "Camila", "Aiden", "Penelope", "Samuel", "Riley", "Joseph", "Layla", "John", "Lillian",
+    "David", "Nora", "Wyatt", "Zoey", "Leo", "Hannah", "Hiroshi", "Yuki", "Priya", "Arjun",
+    "Lena", "Jonas", "Chloé", "Louis", "Lucía", "Javier", "Ana", "João", "Mariana", "Aarav",
+    "Saanvi", "Mohammed", "Fatima", "Wei", "Mei"
+)
+# fmt: on
 
-LAST_NAMES = """Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez
-Lopez Gonzalez Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez Thompson White Harris
-Sanchez Clark Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill Flores
-Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts Müller Schmidt Schneider
-Fischer Dubois Moreau Laurent Fernández Silva Santos Oliveira Tanaka Suzuki Sato Patel Sharma
-Khan Chen Wang O'Brien Kowalski""".split()
+# fmt: off
+LAST_NAMES = (
+    "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez",
+    "Martinez", "Hernandez", "Lopez", "Gonzalez", "Wilson", "Anderson", "Thomas", "Taylor",
+    "Moore", "Jackson", "Martin", "Lee", "Perez", "Thompson", "White", "Harris", "Sanchez",
+    "Clark", "Ramirez", "Lewis", "Robinson", "Walker", "Young", "Allen", "King", "Wright",
+    "Scott", "Torres", "Nguyen", "Hill", "Flores", "Green", "Adams", "Nelson", "Baker", "Hall",
+    "Rivera", "Campbell", "Mitchell", "Carter", "Roberts", "Müller", "Schmidt", "Schneider",
+    "Fischer", "Dubois", "Moreau", "Laurent", "Fernández", "Silva", "Santos", "Oliveira",
+    "Tanaka", "Suzuki", "Sato", "Patel", "Sharma", "Khan", "Chen", "Wang", "O'Brien",
+    "Kowalski"
+)
+# fmt: on
 
 #: (locale, time zones, phone prefix, digits after the prefix, weight)
 LOCALES = [
-    ("en_US", ["America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles"],
+    ("en-US", ["America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles"],
      "+1", 10, 40),
-    ("en_GB", ["Europe/London"], "+447", 9, 12),
-    ("de_DE", ["Europe/Berlin"], "+4915", 9, 10),
-    ("fr_FR", ["Europe/Paris"], "+336", 8, 8),
-    ("es_ES", ["Europe/Madrid"], "+346", 8, 6),
-    ("pt_BR", ["America/Sao_Paulo"], "+55119", 8, 7),
-    ("ja_JP", ["Asia/Tokyo"], "+8190", 8, 5),
-    ("en_IN", ["Asia/Kolkata"], "+919", 9, 7),
-    ("en_AU", ["Australia/Sydney"], "+614", 8, 5),
+    ("en-GB", ["Europe/London"], "+447", 9, 12),
+    ("de-DE", ["Europe/Berlin"], "+4915", 9, 10),
+    ("fr-FR", ["Europe/Paris"], "+336", 8, 8),
+    ("es-ES", ["Europe/Madrid"], "+346", 8, 6),
+    ("pt-BR", ["America/Sao_Paulo"], "+55119", 8, 7),
+    ("ja-JP", ["Asia/Tokyo"], "+8190", 8, 5),
+    ("en-IN", ["Asia/Kolkata"], "+919", 9, 7),
+    ("en-AU", ["Australia/Sydney"], "+614", 8, 5),
 ]  # fmt: skip
 
 #: The company domain whose mailboxes bounce during the planted bounce spike.
@@ -93,12 +105,17 @@ EMAIL_DOMAINS = [
     ("umbrella.example", 4, True),
 ]
 
-TOPIC_KEYS = """product-updates billing-alerts security release-notes maintenance-windows
-incident-status weekly-newsletter marketing-promotions feature-announcements account-activity
-team-mentions project-updates deploy-notifications on-call-rotation compliance api-deprecations
-usage-reports beta-program webinars community-events support-tickets order-updates
-shipping-updates price-changes inventory-alerts partner-news developer-newsletter status-page
-login-alerts data-exports""".split()
+# fmt: off
+TOPIC_KEYS = (
+    "product-updates", "billing-alerts", "security", "release-notes", "maintenance-windows",
+    "incident-status", "weekly-newsletter", "marketing-promotions", "feature-announcements",
+    "account-activity", "team-mentions", "project-updates", "deploy-notifications",
+    "on-call-rotation", "compliance", "api-deprecations", "usage-reports", "beta-program",
+    "webinars", "community-events", "support-tickets", "order-updates", "shipping-updates",
+    "price-changes", "inventory-alerts", "partner-news", "developer-newsletter", "status-page",
+    "login-alerts", "data-exports"
+)
+# fmt: on
 
 HEX = "0123456789abcdef"
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -338,9 +355,9 @@ def _channel_setting(
 def _subscriber_channels(
     rng: random.Random, integrations: dict[str, dict[str, Any]], slug: str
 ) -> list[dict[str, Any]]:
-    """ChannelSettings: a chat webhook for about a quarter, push tokens for about half."""
+    """ChannelSettings: a chat webhook for about a third, push tokens for about two thirds."""
     channels = []
-    if rng.random() < 0.25:
+    if rng.random() < 0.3:
         provider = rng.choices(CHAT_PROVIDERS, [3, 1])[0]
         if provider == "slack":
             url = (
@@ -350,7 +367,7 @@ def _subscriber_channels(
         else:
             url = f"https://hooks.{slug}-ops.example/notify/{_chars(rng, 16, HEX)}"
         channels.append(_channel_setting(provider, {"webhookUrl": url}, integrations))
-    if rng.random() < 0.5:
+    if rng.random() < 0.65:
         provider = rng.choices(PUSH_PROVIDERS, [5, 3, 2])[0]
         tokens = [_push_token(rng, provider) for _ in range(rng.choices([1, 2], [4, 1])[0])]
         channels.append(_channel_setting(provider, {"deviceTokens": tokens}, integrations))
@@ -385,7 +402,7 @@ def _subscriber_rows(
         locale, zones, prefix, digits, _ = rng.choices(LOCALES, [x[4] for x in LOCALES])[0]
         first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
         email = _email(rng, first, last, taken) if rng.random() < 0.97 else None
-        phone = prefix + _digits(rng, digits) if rng.random() < 0.75 else None
+        phone = prefix + _digits(rng, digits) if rng.random() < 0.85 else None
         if phone and prefix == "+1":
             phone = f"+1{rng.randrange(201, 990)}{_digits(rng, 7)}"
         avatar = None
@@ -393,7 +410,6 @@ def _subscriber_rows(
             avatar = f"https://www.gravatar.com/avatar/{hashlib.md5(email.encode()).hexdigest()}?d=identicon"
         last_online = now - timedelta(minutes=rng.expovariate(1 / 3000))
         online = now - last_online < timedelta(minutes=15)
-        updated = when + (now - when) * rng.random()
         rows.append(
             {
                 "id": ids.new(when),
@@ -421,7 +437,7 @@ def _subscriber_rows(
                 "version": rng.randrange(4),
                 "deleted": 0,
                 "created_at": iso(when),
-                "updated_at": iso(max(updated, last_online if online else when)),
+                "updated_at": iso(when + (now - when) * rng.random()),
             }
         )
     return rows
@@ -588,8 +604,12 @@ WORKFLOWS = [
             (
                 "digest",
                 "Collect the week",
-                {"type": "timed", "amount": 1, "unit": "weeks",
-                 "timed": {"atTime": "09:00", "weekDays": ["monday"]}},
+                {
+                    "type": "timed",
+                    "amount": 1,
+                    "unit": "weeks",
+                    "timed": {"atTime": "09:00", "weekDays": ["monday"]},
+                },
             ),
             ("email", "Weekly summary email", None),
         ),
@@ -602,7 +622,7 @@ WORKFLOWS = [
         severity="none",
         tags=("digest",),
         origin="svc-cloud-v1",
-    ),  # fmt: skip
+    ),
     WorkflowSpec(
         "payment-failed",
         "Payment failed",
@@ -631,7 +651,9 @@ WORKFLOWS = [
             ("chat", "Security alert chat", None),
         ),
         lambda rng, s, t: {
-            "event": rng.choice(["new_login", "password_changed", "mfa_disabled", "api_key_created"]),
+            "event": rng.choice(
+                ["new_login", "password_changed", "mfa_disabled", "api_key_created"]
+            ),
             "ipAddress": _ip(rng),
             "location": rng.choice(CITIES),
             "device": rng.choice(["Chrome on macOS", "Safari on iOS", "Firefox on Windows"]),
@@ -685,7 +707,9 @@ WORKFLOWS = [
         ),
         lambda rng, s, t: {
             "service": rng.choice(SERVICES),
-            "alertName": rng.choice(["HighErrorRate", "LatencySLOBurn", "DiskFull", "PodCrashLoop"]),
+            "alertName": rng.choice(
+                ["HighErrorRate", "LatencySLOBurn", "DiskFull", "PodCrashLoop"]
+            ),
             "incidentId": f"INC-{rng.randrange(1000, 99999)}",
             "runbookUrl": "https://runbooks.example.com/" + rng.choice(SERVICES),
         },
@@ -801,7 +825,7 @@ class Workflow:
         if spec is None or len(steps) != len(spec.steps):
             return None
         types = [step_type for step_type, _, _ in spec.steps]
-        return cls(spec, json.loads(row["template"]), list(zip(types, steps)))
+        return cls(spec, json.loads(row["template"]), list(zip(types, steps, strict=True)))
 
 
 def subscriber_profile(row: dict[str, Any]) -> dict[str, Any]:
@@ -814,8 +838,12 @@ def subscriber_profile(row: dict[str, Any]) -> dict[str, Any]:
         else:
             chat = chat or (setting["providerId"] if credentials.get("webhookUrl") else None)
     summary = {"_id": row["id"], "subscriberId": row["subscriber_id"]}
-    for key, column in (("firstName", "first_name"), ("lastName", "last_name"),
-                        ("email", "email"), ("phone", "phone")):  # fmt: skip
+    for key, column in (
+        ("firstName", "first_name"),
+        ("lastName", "last_name"),
+        ("email", "email"),
+        ("phone", "phone"),
+    ):
         if row[column] is not None:
             summary[key] = row[column]
     email = row["email"]
@@ -894,9 +922,13 @@ class Failure:
 
 def _twilio(code: int, message: str, status: int) -> str:
     return json.dumps(
-        {"code": code, "message": message, "more_info": f"https://www.twilio.com/docs/errors/{code}",
-         "status": status}
-    )  # fmt: skip
+        {
+            "code": code,
+            "message": message,
+            "more_info": f"https://www.twilio.com/docs/errors/{code}",
+            "status": status,
+        }
+    )
 
 
 def _bounce(kind: str, status: str, reason: str) -> str:
@@ -1011,6 +1043,16 @@ class IncidentPlan:
     domain: str | None = None
     subscribers: frozenset[str] = frozenset()
 
+    def targets(self, subscriber: dict[str, Any]) -> bool:
+        """Whether deliveries to ``subscriber`` on the incident's channel would meet it."""
+        address = {"email": "email", "sms": "phone"}.get(self.channel, self.channel)
+        reachable = subscriber[address] if address in ("email", "phone") else None
+        return (
+            bool(reachable or subscriber.get(address) == self.provider_id)
+            and (self.domain is None or subscriber["domain"] == self.domain)
+            and (not self.subscribers or subscriber["id"] in self.subscribers)
+        )
+
     def applies(self, provider: str, at: datetime, subscriber: dict[str, Any]) -> bool:
         return (
             provider == self.provider_id
@@ -1059,3 +1101,755 @@ def plan_incidents(rng: random.Random, catalog: Catalog, now: datetime) -> list[
             subscribers=broken,
         ),
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# Stories: a notification with every job and execution detail, shown as of a cutoff instant
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One execution detail at ``at``; the job takes ``job_status`` from then on (if set)."""
+
+    at: datetime
+    detail: dict[str, Any]
+    job_status: str | None
+
+
+@dataclass
+class Job:
+    """An ActivityJob without ``executionDetails``, ``status`` and ``updatedAt``, and its events."""
+
+    doc: dict[str, Any]
+    events: list[Event] = field(default_factory=list)
+
+    def render(self, cutoff: datetime, created: str) -> dict[str, Any]:
+        events = self.events
+        if events and events[-1].at > cutoff:
+            events = [event for event in events if event.at <= cutoff]
+        status = "pending"
+        for event in events:
+            status = event.job_status or status
+        return {
+            **self.doc,
+            "executionDetails": [event.detail for event in events],
+            "status": status,
+            "updatedAt": events[-1].detail["createdAt"] if events else created,
+        }
+
+
+@dataclass
+class Story:
+    """A notification's whole story: its document (without jobs), jobs and row values.
+
+    ``open_until`` is set on a digest's lead notification while later events can still be
+    merged into it (which changes its document).
+    """
+
+    doc: dict[str, Any]
+    jobs: list[Job]
+    created_at: datetime
+    severity: str | None
+    channel_mask: int
+    topic_keys: list[str]
+    open_until: datetime | None = None
+
+    @property
+    def id(self) -> str:
+        return self.doc["_id"]
+
+    def render(self, cutoff: datetime) -> tuple[Any, ...]:
+        """The ``notifications`` row (its document as served) as things stand at ``cutoff``."""
+        created = self.doc["createdAt"]
+        jobs = [job.render(cutoff, created) for job in self.jobs]
+        doc = {
+            **self.doc,
+            "updatedAt": max([created] + [j["updatedAt"] for j in jobs]),
+            "jobs": jobs,
+        }
+        return (
+            self.id,
+            doc["_environmentId"],
+            doc["_subscriberId"],
+            doc["_templateId"],
+            doc["transactionId"],
+            self.severity,
+            self.channel_mask,
+            created,
+            _json(doc),
+        )
+
+    def topic_rows(self) -> list[tuple[str, str, str]]:
+        return [(self.id, self.doc["_environmentId"], key) for key in self.topic_keys]
+
+
+NOTIFICATION_COLUMNS = (
+    "id, environment_id, subscriber_id, template_id, transaction_id, severity, channel_mask,"
+    " created_at, doc"
+)
+INSERT_NOTIFICATION = (
+    f"INSERT INTO notifications ({NOTIFICATION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+INSERT_NOTIFICATION_TOPIC = (
+    "INSERT INTO notification_topics (notification_id, environment_id, topic_key) VALUES (?,?,?)"
+)
+
+
+def _seconds(rng: random.Random, low: float, high: float) -> timedelta:
+    return timedelta(seconds=rng.uniform(low, high))
+
+
+#: Seconds from a channel step's start to the provider's answer.
+SEND_LATENCY = {
+    "in_app": (0.02, 0.2),
+    "email": (0.4, 2.5),
+    "sms": (0.5, 3.0),
+    "chat": (0.3, 1.5),
+    "push": (0.2, 1.2),
+}
+#: Back-off before each retry of a transient failure, in seconds.
+RETRY_BACKOFF = (60, 300)
+#: Digested events kept in a lead notification's ``digest.events``.
+MAX_DIGEST_EVENTS = 25
+UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "weeks": 604800}
+DELIVERED_RAW = {"email": '{"event": "delivered"}', "sms": '{"MessageStatus": "delivered"}'}
+MISSING_ADDRESS = {
+    "email": "Subscriber does not have an email address",
+    "sms": "Subscriber does not have a phone number",
+    "chat": "Subscriber does not have an active chat channel",
+    "push": "Subscriber does not have an active push channel",
+}
+
+
+class NotificationFactory:
+    """Builds notifications (as :class:`Story` objects) for one environment's :class:`Catalog`.
+
+    Parameters
+    ----------
+    catalog : Catalog
+        The environment's subscribers, workflows, topics and providers.
+    rng : random.Random
+        The only source of randomness (choices, latencies, failures, payloads).
+    ids : IdFactory
+        Makes the ids of notifications, jobs and execution details.
+    incidents : list of IncidentPlan, optional
+        Planted incidents; their failures are recorded in ``hits``.
+
+    Attributes
+    ----------
+    hits : dict
+        Incident name -> list of ``(failed at, notification _id, subscriberId)``.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        rng: random.Random,
+        ids: IdFactory,
+        incidents: Iterable[IncidentPlan] = (),
+    ):
+        self.catalog, self.rng, self.ids = catalog, rng, ids
+        self.incidents = list(incidents)
+        self.hits: dict[str, list[tuple[datetime, str, str]]] = {p.name: [] for p in self.incidents}
+        activity = [min(rng.paretovariate(1.2), 40.0) for _ in catalog.subscribers]
+        self._audiences = {None: self._cumulative(range(len(activity)), activity)}
+        chat = [i for i, s in enumerate(catalog.subscribers) if s["chat"]]
+        self._audiences["chat"] = self._cumulative(chat, [activity[i] for i in chat])
+        self._workflows = self._cumulative(
+            range(len(catalog.workflows)), [flow.spec.weight for flow in catalog.workflows]
+        )
+        self._digests: dict[tuple[str, str], tuple[Story, Job]] = {}
+
+    @staticmethod
+    def _cumulative(items: Iterable[int], weights: list[float]) -> tuple[list[int], list[float]]:
+        total, cumulative = 0.0, []
+        for weight in weights:
+            total += weight
+            cumulative.append(total)
+        return list(items), cumulative
+
+    # -- choosing -------------------------------------------------------------------------
+
+    def trigger(self, when: datetime, limit: int | None = None) -> list[Story]:
+        """One trigger at ``when``: a workflow and its recipients (a topic fans out).
+
+        Returns the new stories (at most ``limit``), all created at ``when``.
+        """
+        if not self.catalog.workflows or not self.catalog.subscribers:
+            return []
+        workflow = self.catalog.workflows[self._pick(*self._workflows)]
+        if workflow.spec.topics:
+            return self._broadcast(when, workflow, limit)
+        return [self.build(when, self._subscriber(workflow.spec.audience), workflow)]
+
+    def planted(self, when: datetime, plan: IncidentPlan) -> list[Story]:
+        """A notification bound to meet ``plan``: a subscriber it targets, a workflow that
+        delivers on its channel without waiting (no digest); a plain trigger if there is none."""
+        flows = [
+            flow
+            for flow in self.catalog.workflows
+            if plan.channel in flow.channels
+            and "digest" not in flow.channels
+            and not flow.spec.topics
+        ]
+        people = [subscriber for subscriber in self.catalog.subscribers if plan.targets(subscriber)]
+        if not flows or not people:
+            return self.trigger(when)
+        flow = self.rng.choices(flows, [flow.spec.weight for flow in flows])[0]
+        return [self.build(when, self.rng.choice(people), flow)]
+
+    def _subscriber(self, audience: str | None) -> dict[str, Any]:
+        items, cumulative = self._audiences.get(audience) or self._audiences[None]
+        if not items:
+            items, cumulative = self._audiences[None]
+        return self.catalog.subscribers[self._pick(items, cumulative)]
+
+    def _pick(self, items: list[int], cumulative: list[float]) -> int:
+        """A weighted choice among ``items`` (``cumulative`` weights)."""
+        index = bisect.bisect_right(cumulative, self.rng.random() * cumulative[-1])
+        return items[min(index, len(items) - 1)]
+
+    def _broadcast(self, when: datetime, workflow: Workflow, limit: int | None) -> list[Story]:
+        topics = [key for key in workflow.spec.topics if self.catalog.topics.get(key, ("", []))[1]]
+        if not topics:
+            return [self.build(when, self._subscriber(None), workflow)]
+        key = self.rng.choice(topics)
+        topic_id, members = self.catalog.topics[key]
+        size = min(self.rng.randint(3, 12), len(members), limit or len(members))
+        transaction_id = self._transaction_id()
+        return [
+            self.build(
+                when,
+                self.catalog.subscribers[index],
+                workflow,
+                topic=(topic_id, key),
+                transaction_id=transaction_id,
+            )
+            for index in self.rng.sample(members, size)
+        ]
+
+    def _transaction_id(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    # -- building -------------------------------------------------------------------------
+
+    def build(
+        self,
+        when: datetime,
+        subscriber: dict[str, Any],
+        workflow: Workflow,
+        *,
+        topic: tuple[str, str] | None = None,
+        transaction_id: str | None = None,
+    ) -> Story:
+        """The story of one notification of ``workflow`` to ``subscriber`` created at ``when``.
+
+        ``subscriber`` is a :func:`subscriber_profile`; ``topic`` is ``(topic _id, key)`` for a
+        topic-triggered notification.
+        """
+        spec, rng = workflow.spec, self.rng
+        payload = spec.payload(rng, subscriber["summary"], when)
+        template = workflow.template
+        doc: dict[str, Any] = {
+            "_id": self.ids.new(when),
+            "_environmentId": self.catalog.environment_id,
+            "_organizationId": self.catalog.organization_id,
+            "_subscriberId": subscriber["id"],
+            "_templateId": template["_id"],
+            "transactionId": transaction_id or self._transaction_id(),
+            "createdAt": iso(when),
+            "channels": workflow.channels,
+            "subscriber": subscriber["summary"],
+            "template": template,
+            "payload": payload,
+            "tags": list(spec.tags),
+            "to": {"subscriberId": subscriber["subscriberId"]},
+            "critical": spec.critical,
+        }
+        if topic is not None:
+            doc["to"] = {"type": "Topic", "topicKey": topic[1]}
+            doc["topics"] = [{"_topicId": topic[0], "topicKey": topic[1]}]
+        if spec.severity is not None:
+            doc["severity"] = spec.severity
+        story = Story(
+            doc,
+            [],
+            when,
+            spec.severity,
+            sum(CHANNEL_BITS[channel] for channel in workflow.channels),
+            [topic[1]] if topic else [],
+        )
+        self._add_jobs(story, workflow, subscriber, payload)
+        return story
+
+    def _add_jobs(
+        self, story: Story, workflow: Workflow, subscriber: dict[str, Any], payload: dict
+    ) -> None:
+        """Run the steps in order; a merged digest or a canceled delay ends the chain early."""
+        at = story.created_at + _seconds(self.rng, 0.01, 0.3)
+        stopped: tuple[str, str, datetime] | None = None  # (job status, detail, at)
+        for step_type, step in workflow.steps:
+            provider = self._provider(step_type, subscriber)
+            job = Job(
+                {
+                    "_id": self.ids.new(story.created_at),
+                    "type": step_type,
+                    "step": step,
+                    "providerId": provider,
+                }
+            )
+            if stopped is not None:
+                status, text, when = stopped
+                job.events.append(self._event(when, "Warning", text, "Internal", provider, status))
+            elif step_type == "digest":
+                at, stopped = self._digest(job, story, workflow, step, subscriber, payload, at)
+            elif step_type == "delay":
+                at, stopped = self._delay(job, step, at)
+            else:
+                at = self._deliver(job, story, step_type, provider, subscriber, at)
+            story.jobs.append(job)
+            at += _seconds(self.rng, 0.02, 0.3)
+
+    def _provider(self, channel: str, subscriber: dict[str, Any]) -> str:
+        if channel in ("chat", "push"):
+            return subscriber[channel] or self.catalog.providers.get(channel, "svc")
+        return self.catalog.providers.get(channel, "svc")
+
+    def _event(
+        self,
+        at: datetime,
+        status: str,
+        text: str,
+        source: str,
+        provider: str,
+        job_status: str | None,
+        raw: str | None = None,
+        retry: bool = False,
+    ) -> Event:
+        detail = {
+            "_id": self.ids.new(at),
+            "createdAt": iso(at),
+            "status": status,
+            "detail": text,
+            "isRetry": retry,
+            "isTest": False,
+            "providerId": provider,
+            "raw": raw,
+            "source": source,
+        }
+        return Event(at, detail, job_status)
+
+    # -- digest and delay steps -----------------------------------------------------------
+
+    def _digest(
+        self,
+        job: Job,
+        story: Story,
+        workflow: Workflow,
+        step: dict[str, Any],
+        subscriber: dict[str, Any],
+        payload: dict[str, Any],
+        at: datetime,
+    ) -> tuple[datetime, tuple[str, str, datetime] | None]:
+        """Open a digest window (this notification leads it), or merge into the open one."""
+        meta = step.get("metadata") or {"type": "regular", "amount": 10, "unit": "minutes"}
+        job.doc["digest"] = {**meta, "events": [payload]}
+        provider = job.doc["providerId"]
+        job.events.append(self._event(at, "Queued", "Step queued", "Internal", provider, "delayed"))
+        key = (workflow.template["_id"], subscriber["id"])
+        lead, lead_job = self._digests.get(key, (None, job))
+        if lead is not None and lead.open_until is not None and at < lead.open_until:
+            events = lead_job.doc["digest"]["events"]
+            if len(events) < MAX_DIGEST_EVENTS:
+                events.append(payload)
+            story.doc["_digestedNotificationId"] = lead.id
+            merged = at + _seconds(self.rng, 0.01, 0.2)
+            text = "Digest was merged with other digest"
+            job.events.append(self._event(merged, "Success", text, "Internal", provider, "merged"))
+            return merged, ("skipped", "Step skipped: merged into an earlier digest", merged)
+        until = _digest_until(meta, at)
+        story.open_until = until
+        self._digests[key] = (story, job)
+        job.events.append(
+            self._event(until, "Success", "Digest completed", "Internal", provider, "completed")
+        )
+        return until, None
+
+    def _delay(
+        self, job: Job, step: dict[str, Any], at: datetime
+    ) -> tuple[datetime, tuple[str, str, datetime] | None]:
+        """Wait; about one in twenty delayed notifications is canceled meanwhile."""
+        meta = step.get("metadata") or {"amount": 5, "unit": "minutes"}
+        length = timedelta(seconds=meta["amount"] * UNITS[meta["unit"]])
+        provider = job.doc["providerId"]
+        job.events.append(self._event(at, "Queued", "Step queued", "Internal", provider, "delayed"))
+        if self.rng.random() < 0.05:
+            canceled = at + length * self.rng.random()
+            job.events.append(
+                self._event(canceled, "Warning", "Delay canceled", "Internal", provider, "canceled")
+            )
+            return canceled, ("canceled", "Step canceled", canceled)
+        done = at + length
+        job.events.append(
+            self._event(done, "Success", "Delay finished", "Internal", provider, "completed")
+        )
+        return done, None
+
+    # -- channel steps --------------------------------------------------------------------
+
+    def _deliver(
+        self,
+        job: Job,
+        story: Story,
+        channel: str,
+        provider: str,
+        subscriber: dict[str, Any],
+        at: datetime,
+    ) -> datetime:
+        """Queue, send (with retries after transient failures), then the provider's webhooks.
+
+        Returns when the step ended (sent, or given up), when the next step starts.
+        """
+        events = job.events
+        events.append(self._event(at, "Pending", "Step queued", "Internal", provider, "queued"))
+        if not self._reachable(channel, subscriber):
+            events.append(
+                self._event(at, "Warning", MISSING_ADDRESS[channel], "Payload", provider, "skipped")
+            )
+            return at
+        at += _seconds(self.rng, *SEND_LATENCY[channel])
+        failure = self._failure(channel, provider, at, story, subscriber)
+        attempt = 0
+        while failure is not None and not failure.after_send:
+            retrying = failure.transient and attempt < len(RETRY_BACKOFF)
+            status = "queued" if retrying else "failed"
+            events.append(
+                self._event(
+                    at,
+                    "Failed",
+                    failure.detail,
+                    failure.source,
+                    provider,
+                    status,
+                    failure.raw,
+                    retry=attempt > 0,
+                )
+            )
+            if not retrying:
+                return at
+            at += timedelta(seconds=RETRY_BACKOFF[attempt] * self.rng.uniform(0.9, 1.3))
+            attempt += 1
+            failure = self._failure(channel, provider, at, story, subscriber)
+        events.append(
+            self._event(
+                at,
+                "Success",
+                "Message sent",
+                "Credentials",
+                provider,
+                "completed",
+                _sent_raw(self.rng, provider),
+                retry=attempt > 0,
+            )
+        )
+        if failure is not None:
+            later = at + _seconds(self.rng, 2, 90)
+            events.append(
+                self._event(
+                    later, "Failed", failure.detail, failure.source, provider, "failed", failure.raw
+                )
+            )
+        else:
+            self._after_delivery(events, channel, provider, at)
+        return at
+
+    @staticmethod
+    def _reachable(channel: str, subscriber: dict[str, Any]) -> bool:
+        key = {"email": "email", "sms": "phone", "chat": "chat", "push": "push"}.get(channel)
+        return key is None or bool(subscriber[key])
+
+    def _failure(
+        self,
+        channel: str,
+        provider: str,
+        at: datetime,
+        story: Story,
+        subscriber: dict[str, Any],
+    ) -> Failure | None:
+        """The failure this attempt meets: a planted incident's, else maybe a background one."""
+        for plan in self.incidents:
+            if plan.applies(provider, at, subscriber):
+                self.hits[plan.name].append((at, story.id, subscriber["subscriberId"]))
+                return plan.failure
+        failures = FAILURES.get(provider)
+        if failures and self.rng.random() < FAILURE_RATE.get(channel, 0.0):
+            return self.rng.choice(failures)
+        return None
+
+    def _after_delivery(self, events: list[Event], channel: str, provider: str, sent: datetime):
+        """Delivery receipts (email, SMS), opens and reads, minutes to hours after the send."""
+        rng = self.rng
+        if channel in ("email", "sms") and rng.random() < 0.95:
+            delivered = sent + _seconds(rng, 2, 40)
+            raw = DELIVERED_RAW[channel]
+            events.append(
+                self._event(
+                    delivered, "Success", "Message delivered", "Webhook", provider, None, raw
+                )
+            )
+            if channel == "email" and rng.random() < 0.35:
+                opened = delivered + timedelta(minutes=rng.expovariate(1 / 180))
+                events.append(
+                    self._event(
+                        opened,
+                        "Success",
+                        "Email opened",
+                        "Webhook",
+                        provider,
+                        None,
+                        '{"event": "open"}',
+                    )
+                )
+        elif channel in ("in_app", "push") and rng.random() < (
+            0.5 if channel == "in_app" else 0.25
+        ):
+            read = sent + timedelta(minutes=rng.expovariate(1 / 240))
+            source = "Internal" if channel == "in_app" else "Webhook"
+            events.append(
+                self._event(read, "ReadConfirmation", "Message read", source, provider, None)
+            )
+
+
+def _sent_raw(rng: random.Random, provider: str) -> str | None:
+    """The provider's answer to a successful send, as a JSON string (None for in-app)."""
+    if provider == "svc":
+        return None
+    if provider == "sendgrid":
+        return f'{{"statusCode": 202, "messageId": "{rng.getrandbits(96):024x}"}}'
+    if provider in ("ses", "sns"):
+        return f'{{"MessageId": "{uuid.UUID(int=rng.getrandbits(128), version=4)}"}}'
+    if provider == "twilio":
+        return f'{{"sid": "SM{rng.getrandbits(128):032x}", "status": "queued"}}'
+    if provider in PUSH_PROVIDER_IDS:
+        return f'{{"messageId": "{rng.getrandbits(96):024x}", "success": 1}}'
+    return '{"status": 200, "body": "ok"}'
+
+
+def _digest_until(meta: dict[str, Any], at: datetime) -> datetime:
+    """The end of a digest window opened at ``at`` (timed: the next listed weekday at atTime)."""
+    timed = meta.get("timed")
+    if meta.get("type") != "timed" or not timed:
+        return at + timedelta(seconds=meta["amount"] * UNITS[meta["unit"]])
+    hour, minute = (int(part) for part in timed.get("atTime", "09:00").split(":"))
+    days = {
+        "monday": 0,
+        "tuesday": 1,
+        "wednesday": 2,
+        "thursday": 3,
+        "friday": 4,
+        "saturday": 5,
+        "sunday": 6,
+    }
+    weekdays = {days[name] for name in timed.get("weekDays") or ["monday"]}
+    candidate = at.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    while candidate <= at or candidate.weekday() not in weekdays:
+        candidate += timedelta(days=1)
+    return candidate
+
+
+# --------------------------------------------------------------------------------------------
+# Activity over time and populate
+# --------------------------------------------------------------------------------------------
+
+#: Relative trigger volume by hour of the day (UTC); weekends get WEEKEND of it.
+HOURLY = (0.22, 0.16, 0.13, 0.12, 0.14, 0.22, 0.40, 0.65, 0.90, 1.00, 1.05, 1.08,
+          1.05, 1.05, 1.08, 1.05, 1.00, 0.92, 0.82, 0.72, 0.60, 0.48, 0.38, 0.30)  # fmt: skip
+WEEKEND = 0.45
+
+
+def activity_times(
+    rng: random.Random, now: datetime, count: int, days: int = ACTIVITY_DAYS
+) -> list[datetime]:
+    """``count`` sorted instants in the ``days`` before ``now``, with a daily and weekly rhythm."""
+    hours = days * 24
+    starts = [now - timedelta(hours=hours - h) for h in range(hours)]
+    weights = []
+    for start in starts:
+        middle = start + timedelta(minutes=30)
+        weights.append(HOURLY[middle.hour] * (WEEKEND if middle.weekday() >= 5 else 1.0))
+    picks = rng.choices(range(hours), weights, k=count)
+    return sorted(starts[h] + timedelta(seconds=rng.random() * 3600) for h in picks)
+
+
+def _insert(db: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        columns = list(rows[0])
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        db.executemany(sql, [tuple(row[c] for c in columns) for row in rows])
+
+
+def _write_activity(
+    db: Any,
+    factory: NotificationFactory,
+    slots: list[tuple[datetime, IncidentPlan | None]],
+    now: datetime,
+) -> None:
+    """Trigger at each slot, in time order, and insert the rows.
+
+    A slot with a plan plants a notification that meets it; a topic's fan-out uses up the
+    following slots. A digest's lead is held back until its window closes, since later events
+    still merge into it.
+    """
+    held: list[Story] = []
+    ready: list[Story] = []
+    position = 0
+    while position < len(slots):
+        when, plan = slots[position]
+        if plan is None:
+            stories = factory.trigger(when, limit=len(slots) - position)
+        else:
+            stories = factory.planted(when, plan)
+        position += max(1, len(stories))
+        for story in stories:
+            (held if story.open_until else ready).append(story)
+        if len(ready) >= CHUNK:
+            ready += [story for story in held if story.open_until <= when]
+            held = [story for story in held if story.open_until > when]
+            _insert_stories(db, ready, now)
+            ready = []
+    _insert_stories(db, ready + held, now)
+
+
+def _slots(
+    rng: random.Random, now: datetime, count: int, days: int, plans: list[IncidentPlan]
+) -> list[tuple[datetime, IncidentPlan | None]]:
+    """``count`` trigger slots: a few per incident plan inside its window, the rest at random."""
+    per_plan = count // 1000 + 3 if count >= 100 else 0
+    planted = []
+    for plan in plans:
+        span = (min(plan.end, now) - plan.start - timedelta(minutes=30)).total_seconds()
+        planted += [
+            (plan.start + timedelta(seconds=rng.random() * span), plan) for _ in range(per_plan)
+        ]
+    times = activity_times(rng, now, count - len(planted), days)
+    return sorted([(when, None) for when in times] + planted, key=lambda slot: slot[0])
+
+
+def _insert_stories(db: Any, stories: list[Story], now: datetime) -> None:
+    db.executemany(INSERT_NOTIFICATION, [story.render(now) for story in stories])
+    db.executemany(INSERT_NOTIFICATION_TOPIC, [row for s in stories for row in s.topic_rows()])
+
+
+def _describe(
+    plan: IncidentPlan, factory: NotificationFactory, environment_id: str, now: datetime
+) -> dict[str, Any]:
+    """The incident as ``populate`` reports it, with the notifications and subscribers it hit."""
+    hits = [hit for hit in factory.hits[plan.name] if hit[0] <= now]
+    notifications = sorted({notification for _, notification, _ in hits})
+    subscribers = sorted({subscriber for _, _, subscriber in hits})
+    incident = {
+        "name": plan.name,
+        "summary": plan.summary,
+        "environment_id": environment_id,
+        "channel": plan.channel,
+        "provider_id": plan.provider_id,
+        "start": iso(plan.start),
+        "end": iso(plan.end),
+        "error_code": plan.failure.code,
+        "detail": plan.failure.detail,
+        "failures": len(hits),
+        "notifications": len(notifications),
+        "subscribers": len(subscribers),
+        "notification_ids": notifications,
+        "subscriber_ids": subscribers,
+    }
+    if plan.domain is not None:
+        incident["domain"] = plan.domain
+    return incident
+
+
+def _populate_environment(
+    db: Any,
+    seed: int,
+    index: int,
+    env: dict[str, Any],
+    ids: IdFactory,
+    now: datetime,
+    notifications: int,
+    subscribers: int,
+    plant: bool,
+) -> list[dict[str, Any]]:
+    """Write one environment's data; return its planted incidents (if ``plant``)."""
+    rng = _rng(seed, "environment", index)
+    integrations = _integration_rows(rng, ids, env, now)
+    workflows = _workflow_rows(rng, ids, env, now)
+    people = _subscriber_rows(rng, ids, env, now, subscribers, integrations)
+    topics = _topic_rows(rng, ids, env, now)
+    subscriptions = _subscription_rows(rng, ids, people, topics, now)
+    for table, rows in (
+        ("integrations", integrations),
+        ("workflows", workflows),
+        ("subscribers", people),
+        ("topics", topics),
+        ("subscriptions", subscriptions),
+    ):
+        _insert(db, table, rows)
+    catalog = Catalog.from_rows(env, people, workflows, topics, subscriptions, integrations)
+    plans = plan_incidents(rng, catalog, now) if plant else []
+    factory = NotificationFactory(catalog, _rng(seed, "activity", index), ids, plans)
+    days = min(ACTIVITY_DAYS, 3 * RETENTION_DAYS[env["plan"]])
+    _write_activity(db, factory, _slots(rng, now, notifications, days, plans), now)
+    return [_describe(plan, factory, env["id"], now) for plan in plans]
+
+
+def populate(
+    store: Store,
+    *,
+    seed: int = 7,
+    now: datetime | str,
+    notifications: int = 20_000,
+    subscribers: int = 2_000,
+) -> dict[str, Any]:
+    """Fill an empty store with seeded, realistic data ending at ``now``, in one transaction.
+
+    Parameters
+    ----------
+    store : Store
+        An empty store.
+    seed : int
+        Same ``(seed, now, sizes)``, byte-identical rows.
+    now : datetime or str
+        The end of the 14 days of activity; nothing is dated after it.
+    notifications, subscribers : int
+        Sizes of the default environment (Acme/Development); the other two environments get
+        about 5 % of each.
+
+    Returns
+    -------
+    dict
+        ``{"environments": [...], "incidents": [...]}``: environments (``id``,
+        ``organization_id``, ``organization``, ``name``, ``plan``, ``api_key``; the first is the
+        default) and the planted incidents. Also stored in ``meta`` (``tenancy``, ``incidents``,
+        ``seed``, ``now``, ``notifications``, ``subscribers``).
+    """
+    now = parse_instant(now)
+    ids = IdFactory(_rng(seed, "ids"))
+    environments = _tenancy(_rng(seed, "tenancy"), ids, now)
+    small = (max(1, round(notifications * SMALL_SHARE)), max(5, round(subscribers * SMALL_SHARE)))
+    incidents: list[dict[str, Any]] = []
+    with store.write() as db:
+        _insert_tenancy(db, environments)
+        for index, env in enumerate(environments):
+            sizes = (notifications, subscribers) if index == 0 else small
+            incidents += _populate_environment(db, seed, index, env, ids, now, *sizes, index == 0)
+        meta = {
+            "tenancy": _json({"environments": environments}),
+            "incidents": _json(incidents),
+            "seed": str(seed),
+            "now": iso(now),
+            "notifications": str(notifications),
+            "subscribers": str(subscribers),
+        }
+        db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
+    return {"environments": environments, "incidents": incidents}

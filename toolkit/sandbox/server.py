@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import closing, suppress
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -233,9 +234,7 @@ class Sandbox:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the sandbox could not start on {host}:{port} (see the log above)"
-                )
+                raise RuntimeError(f"the sandbox could not start on {host}:{port}")
             time.sleep(0.01)
         bound_port = server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://{host}:{bound_port}"
@@ -300,11 +299,18 @@ def _unprocessable(exc: ValueError) -> JSONResponse:
     )
 
 
+#: Modules that cannot change seeded data, left out of the cache key.
+_NOT_SEEDING = {"__init__.py", "cli.py", "faults.py", "server.py"}
+#: Seeded databases kept in the cache (the most recently used ones).
+CACHE_SIZE = 4
+
+
 def _cache_path(seed: int, now: datetime, notifications: int, subscribers: int) -> Path:
-    """Where the seeded database of these inputs is cached; the key covers the sandbox's code."""
+    """Where the seeded database of these inputs is cached; the key covers the seeding code."""
     digest = hashlib.sha256(f"{seed}|{iso(now)}|{notifications}|{subscribers}".encode())
     for module in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(module.read_bytes())
+        if module.name not in _NOT_SEEDING:
+            digest.update(module.read_bytes())
     return (
         Path(tempfile.gettempdir()) / "toolkit-sandbox-cache" / f"{digest.hexdigest()[:24]}.sqlite"
     )
@@ -313,29 +319,32 @@ def _cache_path(seed: int, now: datetime, notifications: int, subscribers: int) 
 def _seed(
     store: Store, clock: Clock, seed: int, notifications: int, subscribers: int, cache: bool
 ) -> None:
-    """Populate an empty store, through the on-disk cache when ``cache`` (deterministic data)."""
+    """Populate an empty store, through the on-disk cache when ``cache`` (deterministic data).
+
+    Cache files are written whole and renamed into place, so concurrent test runs are safe.
+    """
     path = _cache_path(seed, clock.start, notifications, subscribers) if cache else None
-    if path is not None and path.exists():
-        source = sqlite3.connect(path)
-        try:
-            with store.read() as db:
+    if path is not None:
+        with suppress(sqlite3.OperationalError):  # not cached (yet)
+            source = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+            with closing(source), store.read() as db:
                 source.backup(db)
+            with suppress(OSError):
+                path.touch()  # most recently used
             return
-        finally:
-            source.close()
     seeding.populate(
         store, seed=seed, now=clock.start, notifications=notifications, subscribers=subscribers
     )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        target = sqlite3.connect(partial)
-        try:
-            with store.read() as db:
-                db.backup(target)
-        finally:
-            target.close()
+        with closing(sqlite3.connect(partial)) as target, store.read() as db:
+            db.backup(target)
         os.replace(partial, path)
+        with suppress(OSError):  # another process may be pruning too
+            cached = sorted(path.parent.glob("*.sqlite"), key=lambda p: -p.stat().st_mtime)
+            for stale in cached[CACHE_SIZE:]:
+                stale.unlink(missing_ok=True)
 
 
 def _tenancy(store: Store) -> dict[str, Any]:
@@ -395,6 +404,7 @@ def start(
         if store.get_meta("tenancy") is None:
             cache = db is None and now is not None
             _seed(store, clock, seed, notifications, subscribers, cache)
+        seed = int(store.get_meta("seed") or seed)  # a reused database keeps its own seed
         sandbox = Sandbox(store, clock, _tenancy(store), seed)
     except BaseException:
         store.close()

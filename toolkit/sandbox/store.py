@@ -18,7 +18,18 @@ from pathlib import Path
 CHANNEL_BITS = {
     name: 1 << i
     for i, name in enumerate(
-        ["in_app", "email", "sms", "chat", "push", "digest", "trigger", "delay", "throttle", "custom"]
+        [
+            "in_app",
+            "email",
+            "sms",
+            "chat",
+            "push",
+            "digest",
+            "trigger",
+            "delay",
+            "throttle",
+            "custom",
+        ]
     )
 }
 

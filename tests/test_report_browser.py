@@ -1,0 +1,82 @@
+"""The report in a real browser (Debian's headless Chromium via playwright), opened offline."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from toolkit.client import connect
+from toolkit.frames import activity_frames
+from toolkit.report import CHARTS, delivery_report, write_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-dev-shm-usage"]  # fmt: skip
+GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        message = f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+def _open(browser, path: Path):
+    """Open ``path``; return the page, its console errors and page errors, and any network
+    request (all are refused: the report must not need one)."""
+    page = browser.new_page()
+    errors, requests = [], []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)  # fmt: skip
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.route("**/*", lambda route: _only_the_file(route, path, requests))
+    page.goto(path.as_uri(), wait_until="load")
+    page.wait_for_function(
+        "n => document.querySelectorAll('.plotly-graph-div .main-svg').length >= n",
+        arg=len(CHARTS),
+        timeout=30_000,
+    )
+    return page, errors, requests
+
+
+def _only_the_file(route, path: Path, requests: list[str]) -> None:
+    if route.request.url == path.as_uri():
+        route.continue_()
+    else:
+        requests.append(route.request.url)
+        route.abort()
+
+
+def _assert_rendered(browser, path: Path) -> None:
+    page, errors, requests = _open(browser, path)
+    try:
+        for element_id in CHARTS:
+            assert page.locator(f"#{element_id}-plot .main-svg").count() >= 1, element_id
+        assert errors == []
+        assert requests == []
+    finally:
+        page.close()
+
+
+def test_every_chart_renders_offline(browser, sandbox, tmp_path):
+    client = connect(sandbox=sandbox, progress=False)
+    out = tmp_path / "delivery-report.html"
+    delivery_report(client, since="7d", out=out, generated_at=GENERATED_AT, progress=False)
+    _assert_rendered(browser, out)
+
+
+def test_empty_report_renders(browser, tmp_path):
+    out = write_report(
+        tmp_path / "empty.html", activity_frames([]), provenance={}, generated_at=GENERATED_AT
+    )
+    _assert_rendered(browser, out)

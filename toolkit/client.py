@@ -1,0 +1,639 @@
+"""`Client`: the service's seven operations, plain JSON in and out; `connect()` makes one.
+
+>>> client = toolkit.connect()                       # SVC_BASE_URL / SVC_API_KEY, else the sandbox
+>>> rows = client.list_activity(after="24h", channels=["email"], severity="high")
+>>> for sub in client.search_subscribers(email="@example.com", limit=20): ...
+
+Arguments are checked before anything is sent: a bad one raises `ParameterError` naming the
+parameter, the value and what is allowed. Responses are returned as the service sent them, with
+a lone ``{"data": X}`` envelope removed; unknown fields and enumeration values are kept.
+"""
+
+from __future__ import annotations
+
+import atexit
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from toolkit._http import Transport
+from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
+from toolkit.errors import ConfigurationError, ParameterError
+from toolkit.pagination import ActivityPager, iter_cursor_pages
+from toolkit.timeutil import parse_time, to_iso, utcnow
+from toolkit.vocab import (
+    CHANNEL_CREDENTIAL_FIELDS,
+    CHANNEL_PROVIDERS,
+    CHANNELS,
+    MAX_DEVICE_TOKENS,
+    NOTIFICATION_CHANNELS,
+    ORDER_DIRECTIONS,
+    SEVERITIES,
+)
+
+__all__ = ["Client", "connect"]
+
+#: Largest page of each list (the activity feed's is the spec's; the cursor lists' the service's).
+MAX_ACTIVITY_PAGE = 50
+MAX_CURSOR_PAGE = 100
+#: Marks a subscriber field that was not given (left alone), as opposed to None (cleared).
+UNSET: Any = ...
+
+_sandbox = None
+_sandbox_lock = threading.Lock()
+
+
+def connect(
+    base_url: str | None = None,
+    api_key: str | None = None,
+    *,
+    sandbox: Any = None,
+    environment: str | None = None,
+    timeout: float = 30.0,
+    max_retries: int = 5,
+    max_wait: float = 60.0,
+    sleep: Callable[[float], Any] = time.sleep,
+    rng: random.Random | None = None,
+    progress: bool = True,
+    workers: int = 8,
+) -> Client:
+    """Connect to the service, or to the local sandbox when none is configured.
+
+    Parameters
+    ----------
+    base_url, api_key : str, optional
+        The service; each defaults to its variable ``SVC_BASE_URL`` / ``SVC_API_KEY``. With
+        neither, a local sandbox is started (once per process) and a line on stderr says so.
+    sandbox : toolkit.sandbox.Sandbox, optional
+        Connect to this running sandbox instead (its clock becomes ``client.now()``).
+    environment : str, optional
+        With a sandbox: ``"Organization/Environment"`` to act on (default its first); with a
+        service: a label for ``client.environment``.
+    timeout, max_retries, max_wait, sleep, rng
+        Passed to the `~toolkit._http.Transport`: per-request timeout, retries, the most
+        seconds spent waiting between attempts, and the (injectable) wait and jitter source.
+    progress : bool
+        Show progress bars for reads longer than one page.
+    workers : int
+        Concurrent requests of the paged and per-subscriber reads.
+
+    Raises
+    ------
+    ConfigurationError
+        Only one of the address and the key is known, or a sandbox together with them.
+    """
+    options = dict(
+        timeout=timeout,
+        max_retries=max_retries,
+        max_wait=max_wait,
+        sleep=sleep,
+        rng=rng,
+        progress=progress,
+        workers=workers,
+    )
+    if sandbox is not None:
+        if base_url or api_key:
+            raise ConfigurationError("pass either sandbox= or base_url/api_key, not both")
+        return Client.from_sandbox(sandbox, environment=environment, **options)
+    settings = Settings.resolve(base_url, api_key)
+    if settings.configured:
+        return Client(settings.base_url, settings.api_key, environment=environment, **options)
+    client = Client.from_sandbox(_local_sandbox(), environment=environment, **options)
+    print(
+        f"toolkit: no {BASE_URL_VAR}/{API_KEY_VAR} set; using the local sandbox at "
+        f"{client.base_url} ({client.environment})",
+        file=sys.stderr,
+    )
+    return client
+
+
+def _local_sandbox() -> Any:
+    """The process's own sandbox, started on first use and stopped at exit."""
+    global _sandbox
+    with _sandbox_lock:
+        if _sandbox is None:
+            from toolkit import sandbox
+
+            _sandbox = sandbox.start()
+            atexit.register(_sandbox.stop)
+        return _sandbox
+
+
+class Client:
+    """The seven operations of the service, taking and returning plain JSON-shaped data.
+
+    Make one with `connect` (or `Client.from_sandbox`). Safe to share between threads.
+
+    Parameters
+    ----------
+    base_url, api_key : str
+        The service.
+    environment : str, optional
+        A name for the key's environment (known for a sandbox).
+    clock : callable, optional
+        The service's clock; default the wall clock (UTC).
+    progress : bool
+        Default of the ``progress`` of paged reads.
+    workers : int
+        Default of the ``workers`` of concurrent reads.
+    **transport
+        ``timeout``, ``max_retries``, ``max_wait``, ``sleep``, ``rng`` of the `Transport`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        environment: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        progress: bool = True,
+        workers: int = 8,
+        **transport: Any,
+    ):
+        self.workers = _count("workers", workers, 1, 64)
+        self.transport = Transport(base_url, api_key, pool_size=max(32, self.workers), **transport)
+        self.base_url = self.transport.base_url
+        self.environment = environment
+        self.progress = progress
+        self._clock = clock
+
+    @classmethod
+    def from_sandbox(
+        cls, sandbox: Any, *, environment: str | None = None, **options: Any
+    ) -> Client:
+        """A client of a running `toolkit.sandbox.Sandbox` (of its ``environment``, default the
+        first), on the sandbox's clock."""
+        names = {key: name for name, key in sandbox.api_keys.items()}
+        name = environment or names.get(sandbox.api_key)
+        if name not in sandbox.api_keys:
+            known = ", ".join(sandbox.api_keys)
+            raise ParameterError("environment", environment, f"one of {known}")
+        return cls(
+            sandbox.url, sandbox.api_keys[name], environment=name, clock=sandbox.now, **options
+        )
+
+    def __repr__(self) -> str:
+        environment = f" ({self.environment})" if self.environment else ""
+        return f"<Client {self.base_url}{environment}>"
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self.transport.close()
+
+    def now(self) -> datetime:
+        """The service's current time (aware UTC): the sandbox's clock, else the wall clock."""
+        return parse_time(self._clock(), name="now")
+
+    # -- subscribers -------------------------------------------------------------------------
+
+    def update_subscriber(
+        self,
+        subscriber_id: str,
+        *,
+        first_name: str | None = UNSET,
+        last_name: str | None = UNSET,
+        email: str | None = UNSET,
+        phone: str | None = UNSET,
+        avatar: str | None = UNSET,
+        timezone: str | None = UNSET,
+        locale: str | None = UNSET,
+        data: dict[str, Any] | None = UNSET,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Update a subscriber's profile (``PATCH /v2/subscribers/{subscriberId}``).
+
+        A field not given is left alone; ``None`` clears it; ``data`` replaces the whole custom
+        data object. Returns the updated Subscriber.
+        """
+        fields = {
+            "firstName": ("first_name", first_name),
+            "lastName": ("last_name", last_name),
+            "email": ("email", email),
+            "phone": ("phone", phone),
+            "avatar": ("avatar", avatar),
+            "timezone": ("timezone", timezone),
+            "locale": ("locale", locale),
+        }
+        body = {
+            wire: _text(name, value, nullable=True)
+            for wire, (name, value) in fields.items()
+            if value is not UNSET
+        }
+        if data is not UNSET:
+            if data is not None and not isinstance(data, Mapping):
+                raise ParameterError("data", data, "a dict (the whole custom data) or None")
+            body["data"] = None if data is None else dict(data)
+        path = f"/v2/subscribers/{_segment('subscriber_id', subscriber_id)}"
+        return self._write("PATCH", path, body, idempotency_key)
+
+    def upsert_credentials(
+        self,
+        subscriber_id: str,
+        provider_id: str,
+        credentials: Mapping[str, Any],
+        *,
+        integration_identifier: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Set a subscriber's chat or push credentials for a provider
+        (``PATCH /v1/subscribers/{subscriberId}/credentials``).
+
+        ``credentials`` uses the wire names (``webhookUrl``, ``deviceTokens``, ...; the snake_case
+        spellings are accepted too). Per the spec the given ``deviceTokens`` replace the
+        provider's tokens (the real service's PATCH appends them; its PUT replaces). Returns the
+        Subscriber with its ``channels``.
+        """
+        path = f"/v1/subscribers/{_segment('subscriber_id', subscriber_id)}/credentials"
+        body = {
+            "providerId": _choice("provider_id", provider_id, CHANNEL_PROVIDERS),
+            "credentials": _channel_credentials(credentials),
+        }
+        if integration_identifier is not None:
+            body["integrationIdentifier"] = _text("integration_identifier", integration_identifier)
+        return self._write("PATCH", path, body, idempotency_key)
+
+    def search_subscribers(
+        self,
+        *,
+        email: str | None = None,
+        name: str | None = None,
+        phone: str | None = None,
+        subscriber_id: str | None = None,
+        order_by: str | None = None,
+        order_direction: str | None = None,
+        limit: int | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Iterate over the subscribers matching every filter given (``GET /v2/subscribers``).
+
+        Matching is case sensitive per the spec (the newest real servers ignore case): email,
+        phone and name as substrings, ``subscriber_id`` exactly. Pages of ``page_size`` (default
+        and maximum 100) are fetched as the iteration goes; ``limit`` caps the items.
+        """
+        params = _drop_none(
+            email=_text("email", email, optional=True),
+            name=_text("name", name, optional=True),
+            phone=_text("phone", phone, optional=True),
+            subscriberId=_text("subscriber_id", subscriber_id, optional=True),
+        )
+        return self._cursor_list(
+            "/v2/subscribers", params, order_by, order_direction, limit, page_size
+        )
+
+    def list_subscriptions(
+        self,
+        subscriber_id: str,
+        *,
+        key: str | None = None,
+        order_by: str | None = None,
+        order_direction: str | None = None,
+        limit: int | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Iterate over a subscriber's topic subscriptions
+        (``GET /v2/subscribers/{subscriberId}/subscriptions``); ``key`` filters by topic key.
+        """
+        path = f"/v2/subscribers/{_segment('subscriber_id', subscriber_id)}/subscriptions"
+        params = _drop_none(key=_text("key", key, optional=True))
+        return self._cursor_list(path, params, order_by, order_direction, limit, page_size)
+
+    def list_subscriptions_many(
+        self,
+        subscriber_ids: Iterable[str],
+        *,
+        key: str | None = None,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The subscriptions of many subscribers, fetched concurrently.
+
+        Returns ``{subscriber_id: [TopicSubscription, ...]}`` in the order given (repeats
+        dropped). An unknown subscriber raises `NotFoundError`.
+        """
+        ids = list(dict.fromkeys(_strings("subscriber_ids", subscriber_ids)))
+        key = _text("key", key, optional=True)
+        workers = self.workers if workers is None else _count("workers", workers, 1, 64)
+        show = self.progress if progress is None else progress
+
+        def one(subscriber_id: str) -> list[dict[str, Any]]:
+            return list(self.list_subscriptions(subscriber_id, key=key))
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="toolkit-subs") as pool:
+            results = pool.map(one, ids)
+            if show and len(ids) > 1:
+                from tqdm.auto import tqdm
+
+                results = tqdm(results, total=len(ids), unit=" subscribers", desc="subscriptions")
+            return dict(zip(ids, results, strict=True))
+
+    # -- integrations ------------------------------------------------------------------------
+
+    def create_integration(
+        self,
+        provider_id: str,
+        channel: str,
+        *,
+        name: str | None = None,
+        identifier: str | None = None,
+        environment_id: str | None = None,
+        credentials: Mapping[str, Any] | None = None,
+        active: bool | None = None,
+        check: bool | None = None,
+        conditions: list[dict[str, Any]] | None = None,
+        configurations: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Create an integration in the key's environment (``POST /v1/integrations``).
+
+        The service defaults ``active`` and ``check`` to false; a duplicate ``identifier``
+        raises `ConflictError`; an ``environment_id`` other than the key's raises
+        `AuthenticationError` (403). Returns the Integration.
+        """
+        body = {
+            "providerId": _text("provider_id", provider_id),
+            "channel": _choice("channel", channel, CHANNELS),
+        }
+        optional = {
+            "name": _text("name", name, optional=True),
+            "identifier": _text("identifier", identifier, optional=True),
+            "_environmentId": _text("environment_id", environment_id, optional=True),
+            "credentials": _mapping("credentials", credentials),
+            "active": _flag("active", active),
+            "check": _flag("check", check),
+            "conditions": _conditions(conditions),
+            "configurations": _mapping("configurations", configurations),
+        }
+        body.update(_drop_none(**optional))
+        return self._write("POST", "/v1/integrations", body, idempotency_key)
+
+    def delete_integration(self, integration_id: str) -> list[dict[str, Any]]:
+        """Soft-delete an integration (``DELETE /v1/integrations/{integrationId}``); irreversible.
+
+        Returns the environment's remaining integrations, as the service lists them.
+        """
+        path = f"/v1/integrations/{_segment('integration_id', integration_id)}"
+        result = _unwrap(self.transport.request("DELETE", path))
+        return result if isinstance(result, list) else []
+
+    # -- activity ----------------------------------------------------------------------------
+
+    def list_activity(
+        self,
+        *,
+        channels: str | Iterable[str] | None = None,
+        templates: str | Iterable[str] | None = None,
+        emails: str | Iterable[str] | None = None,
+        subscriber_ids: str | Iterable[str] | None = None,
+        severity: str | Iterable[str] | None = None,
+        transaction_id: str | None = None,
+        topic_key: str | None = None,
+        search: str | None = None,
+        after: Any = None,
+        before: Any = None,
+        limit: int | None = None,
+        page_size: int = 50,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """All notifications matching the filters (``GET /v1/notifications``), newest first.
+
+        The window is pinned first: ``before`` defaults to ``client.now()`` at the start of the
+        read, so that records arriving meanwhile do not shift the pages. Pages of ``page_size``
+        (1-50) are fetched ``workers`` at a time; records are de-duplicated by ``_id``.
+
+        Parameters
+        ----------
+        channels : str or list of str, optional
+            Any of in_app, email, sms, chat, push, digest, trigger, delay, throttle, custom.
+        templates, emails, subscriber_ids : str or list of str, optional
+            Template ids, email addresses, external subscriber ids.
+        severity : str or list of str, optional
+            Any of high, medium, low, none.
+        transaction_id, topic_key : str, optional
+            Exact filters.
+        search : str, optional
+            Deprecated by the service.
+        after, before : str, datetime, pandas.Timestamp or duration, optional
+            The window; ``"24h"`` means 24 hours before now. ``after`` defaults (on the service)
+            to the start of the plan's retention; an earlier one raises `RetentionError`.
+        limit : int, optional
+            At most this many records (the newest).
+        page_size : int
+            Records per request, 1-50.
+        workers : int, optional
+            Pages fetched at once (default the client's).
+        progress : bool, optional
+            Progress bar when the read takes more than one page (default the client's).
+        """
+        now = self.now()
+        start = parse_time(after, name="after", now=now) if after is not None else None
+        end = parse_time(before, name="before", now=now) if before is not None else now
+        if start is not None and start > end:
+            raise ParameterError("after", after, f"a time not later than before ({to_iso(end)})")
+        params = _drop_none(
+            channels=_strings("channels", channels, NOTIFICATION_CHANNELS),
+            templates=_strings("templates", templates),
+            emails=_strings("emails", emails),
+            subscriberIds=_strings("subscriber_ids", subscriber_ids),
+            severity=_strings("severity", severity, SEVERITIES),
+            transactionId=_text("transaction_id", transaction_id, optional=True),
+            topicKey=_text("topic_key", topic_key, optional=True),
+            search=_text("search", search, optional=True),
+            after=to_iso(start) if start is not None else None,
+            before=to_iso(end),
+        )
+        pager = ActivityPager(
+            lambda page, size: self.transport.request(
+                "GET", "/v1/notifications", params={**params, "page": page, "limit": size}
+            ),
+            page_size=_count("page_size", page_size, 1, MAX_ACTIVITY_PAGE),
+            limit=_count("limit", limit, 1) if limit is not None else None,
+            workers=self.workers if workers is None else _count("workers", workers, 1, 64),
+            progress=self.progress if progress is None else progress,
+        )
+        return pager.read()
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _write(
+        self, method: str, path: str, body: dict[str, Any], idempotency_key: str | None
+    ) -> dict[str, Any]:
+        key = _text("idempotency_key", idempotency_key, optional=True)
+        if key is not None and len(key) > 255:
+            raise ParameterError("idempotency_key", key, "a string of at most 255 characters")
+        return _unwrap(self.transport.request(method, path, json=body, idempotency_key=key))
+
+    def _cursor_list(
+        self,
+        path: str,
+        params: dict[str, Any],
+        order_by: str | None,
+        order_direction: str | None,
+        limit: int | None,
+        page_size: int | None,
+    ) -> Iterator[dict[str, Any]]:
+        size = MAX_CURSOR_PAGE if page_size is None else page_size
+        size = _count("page_size", size, 1, MAX_CURSOR_PAGE)
+        if limit is not None:
+            size = min(size, _count("limit", limit, 1))
+        params = {
+            **params,
+            **_drop_none(
+                orderBy=_text("order_by", order_by, optional=True),
+                orderDirection=_direction(order_direction),
+            ),
+            "limit": size,
+        }
+
+        def fetch(cursor: str | None) -> Any:
+            query = params if cursor is None else {**params, "after": cursor}
+            return self.transport.request("GET", path, params=query)
+
+        return iter_cursor_pages(fetch, limit=limit)
+
+
+# -- argument checks ---------------------------------------------------------------------------
+
+
+def _unwrap(body: Any) -> Any:
+    """``X`` from ``{"data": X}`` when ``data`` is the only key; anything else as it is."""
+    if isinstance(body, Mapping) and len(body) == 1 and "data" in body:
+        return body["data"]
+    return body
+
+
+def _drop_none(**params: Any) -> dict[str, Any]:
+    return {name: value for name, value in params.items() if value is not None}
+
+
+def _text(name: str, value: Any, *, optional: bool = False, nullable: bool = False) -> Any:
+    """A non-empty string (None passes when ``optional`` or ``nullable``)."""
+    if value is None and (optional or nullable):
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(name, value, "a non-empty string" + (" or None" if nullable else ""))
+    return value
+
+
+def _segment(name: str, value: Any) -> str:
+    """A required id, quoted for use as one path segment."""
+    return quote(_text(name, value), safe="")
+
+
+def _count(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high and value > high)
+    ):
+        allowed = f"an integer from {low} to {high}" if high else f"an integer >= {low}"
+        raise ParameterError(name, value, allowed)
+    return value
+
+
+def _flag(name: str, value: Any) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ParameterError(name, value, "True, False or None")
+    return value
+
+
+def _mapping(name: str, value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ParameterError(name, value, "a dict with string keys")
+    return dict(value)
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in allowed:
+        raise ParameterError(name, value, "one of " + ", ".join(allowed))
+    return value.strip().lower()
+
+
+def _strings(name: str, value: Any, allowed: tuple[str, ...] | None = None) -> list[str] | None:
+    """One string or an iterable of them (list, tuple, set, pandas Series) -> a list."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    what = (
+        f"a string or a list of strings from: {', '.join(allowed)}"
+        if allowed
+        else ("a non-empty string or a list of them")
+    )
+    if isinstance(value, Mapping | bytes) or not isinstance(value, Iterable):
+        raise ParameterError(name, value, what)
+    items = list(value)
+    if allowed:
+        return [_choice(name, item, allowed) for item in items]
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise ParameterError(name, item, what)
+    return items
+
+
+def _direction(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.strip().upper() not in ORDER_DIRECTIONS:
+        raise ParameterError("order_direction", value, "ASC or DESC (any case)")
+    return value.strip().upper()
+
+
+_CREDENTIAL_ALIASES = {
+    "webhook_url": "webhookUrl",
+    "device_tokens": "deviceTokens",
+    "alert_uid": "alertUid",
+    "image_url": "imageUrl",
+    "external_url": "externalUrl",
+}
+
+
+def _channel_credentials(credentials: Any) -> dict[str, Any]:
+    if not isinstance(credentials, Mapping):
+        raise ParameterError("credentials", credentials, "a dict of ChannelCredentials fields")
+    out: dict[str, Any] = {}
+    for field, value in credentials.items():
+        wire = _CREDENTIAL_ALIASES.get(field, field)
+        if wire not in CHANNEL_CREDENTIAL_FIELDS:
+            allowed = "one of " + ", ".join(CHANNEL_CREDENTIAL_FIELDS)
+            raise ParameterError(f"credentials[{field!r}]", value, f"a known field: {allowed}")
+        if wire == "deviceTokens":
+            tokens = value
+            if isinstance(tokens, str) or not isinstance(tokens, list | tuple):
+                raise ParameterError("credentials['deviceTokens']", tokens, "a list of strings")
+            if len(tokens) > MAX_DEVICE_TOKENS or not all(isinstance(t, str) and t for t in tokens):
+                raise ParameterError(
+                    "credentials['deviceTokens']",
+                    tokens,
+                    f"a list of at most {MAX_DEVICE_TOKENS} non-empty strings",
+                )
+            out[wire] = list(tokens)
+        else:
+            out[wire] = _text(f"credentials[{field!r}]", value)
+    return out
+
+
+def _conditions(conditions: Any) -> list[dict[str, Any]] | None:
+    if conditions is None:
+        return None
+    if not isinstance(conditions, list | tuple) or not all(
+        isinstance(c, Mapping) for c in conditions
+    ):
+        raise ParameterError("conditions", conditions, "a list of StepFilter dicts")
+    return [dict(c) for c in conditions]

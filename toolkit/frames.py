@@ -1,0 +1,506 @@
+"""Pure functions: the service's JSON records → tidy, typed DataFrames.
+
+Every column's dtype is declared in `toolkit.schemas`, never inferred: ids and text are
+``string``, times ``datetime64[ns, UTC]``, counts ``Int64``, flags ``boolean``, channels,
+statuses, types, sources and severities ``category`` (the known values first, in their
+vocabulary's order, then any unknown values found, sorted: kept, never dropped), lists and
+objects ``object``. An empty input gives a zero-row frame with every column and dtype.
+``subscriber_id`` is always the caller's external ``subscriberId``. Nested lists and objects
+(``payload``, ``data``, ...) are the records' own objects, not copies; masked ones are new.
+
+Derived activity columns
+------------------------
+Execution details are taken in the order the service sends them (by ``createdAt``).
+
+``jobs.final_status`` (`schemas.FINAL_STATUSES`), first rule that applies:
+
+1. no execution details: the job's ``status``;
+2. the job is still in flight (``pending``, ``queued``, ``running``, ``delayed``): its ``status``;
+3. the last detail is ``Failed``: ``failed`` (a bounce reported after the send counts);
+4. the job's ``status`` is not ``completed``: that status (``failed``, ``canceled``, ...);
+5. completed, by its last detail: ``ReadConfirmation`` → ``read``; ``Success`` → ``delivered``
+   when the provider's webhook reported it, else ``sent`` (``completed`` for a step job such as
+   digest or delay); ``Warning`` → ``warning``; anything else → ``completed``.
+
+``notifications.status`` (`schemas.NOTIFICATION_STATUSES`) from its jobs' final statuses:
+``failed`` if any job failed; else ``pending`` if any is in flight or there are no jobs; else the
+first of ``read``, ``delivered``, ``sent`` (the best delivery reached), ``warning``, ``merged``
+(digested into an earlier notification), ``canceled``, ``skipped``, ``completed`` that any job
+has; else (only unknown statuses) the last job's final status.
+
+``error_text`` is the ``detail`` text of a ``Failed`` execution detail (for a job, of its last
+one) and ``error_code`` the provider's code found in that detail's ``raw`` (see `error_code`).
+``duration_s`` is the seconds from a job's first to its last execution detail.
+
+>>> notifications, jobs, details = activity_frames(records)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from toolkit import schemas
+from toolkit.redact import mask_channels, mask_credentials
+from toolkit.schemas import Column
+
+__all__ = [
+    "Activity",
+    "activity_frames",
+    "empty_frame",
+    "error_code",
+    "integrations_frame",
+    "subscribers_frame",
+    "subscriptions_frame",
+]
+
+#: Rows kept as tuples before they are moved into the per-column lists.
+CHUNK = 4096
+
+_CHANNELS = frozenset(schemas.CHANNELS)
+_IN_FLIGHT = frozenset({"pending", "queued", "running", "delayed"})
+_COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
+_OUTCOME_ORDER = ("read", "delivered", "sent", "warning", "merged", "canceled", "skipped", "completed")
+
+
+class Activity(NamedTuple):
+    """The activity feed as three linked frames; unpack it or use the attributes.
+
+    ``jobs.notification_id`` refers to ``notifications``; ``execution_details.job_id`` to
+    ``jobs`` (and its ``notification_id`` to the job's notification).
+    """
+
+    notifications: pd.DataFrame
+    jobs: pd.DataFrame
+    execution_details: pd.DataFrame
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """Provenance of the read (the same on all three frames)."""
+        return self.notifications.attrs
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{name}={len(frame):,} rows" for name, frame in zip(self._fields, self))
+        return f"Activity({sizes})"
+
+
+# -- public frames -----------------------------------------------------------------------------
+
+
+def subscribers_frame(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    reveal_secrets: bool = False,
+    provenance: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Subscribers (`schemas.SUBSCRIBERS`), one row per record.
+
+    ``channels`` holds the ChannelSettings with webhook URLs and device tokens masked unless
+    ``reveal_secrets``; ``provider_ids`` their providers; ``device_token_count`` counts tokens.
+    """
+    table = _Table(schemas.SUBSCRIBERS)
+    for record in records:
+        channels = record.get("channels") or []
+        table.add(
+            (
+                record.get("subscriberId"),
+                record.get("_id"),
+                record.get("firstName"),
+                record.get("lastName"),
+                record.get("email"),
+                record.get("phone"),
+                record.get("avatar"),
+                record.get("locale"),
+                record.get("timezone"),
+                record.get("data"),
+                channels if reveal_secrets else mask_channels(channels),
+                [setting.get("providerId") for setting in channels],
+                sum(len(_credentials(setting).get("deviceTokens") or ()) for setting in channels),
+                record.get("isOnline"),
+                record.get("lastOnlineAt"),
+                record.get("createdAt"),
+                record.get("updatedAt"),
+                record.get("deleted"),
+                record.get("__v"),
+                record.get("_environmentId"),
+                record.get("_organizationId"),
+            )
+        )
+    return table.frame(provenance)
+
+
+def subscriptions_frame(
+    records: Iterable[Mapping[str, Any]], *, provenance: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """Topic subscriptions (`schemas.SUBSCRIPTIONS`), one row per TopicSubscription."""
+    table = _Table(schemas.SUBSCRIPTIONS)
+    for record in records:
+        topic = record.get("topic") or {}
+        subscriber = record.get("subscriber") or {}
+        table.add(
+            (
+                record.get("_id"),
+                record.get("createdAt"),
+                topic.get("_id"),
+                topic.get("key"),
+                topic.get("name"),
+                subscriber.get("_id"),
+                subscriber.get("subscriberId"),
+                subscriber.get("email"),
+                subscriber.get("firstName"),
+                subscriber.get("lastName"),
+            )
+        )
+    return table.frame(provenance)
+
+
+def integrations_frame(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    reveal_secrets: bool = False,
+    provenance: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Integrations (`schemas.INTEGRATIONS`), one row per record.
+
+    ``credentials`` and ``configurations`` have their secrets masked unless ``reveal_secrets``
+    (see `toolkit.redact`).
+    """
+    table = _Table(schemas.INTEGRATIONS)
+    for record in records:
+        credentials, configurations = record.get("credentials"), record.get("configurations")
+        if not reveal_secrets:
+            credentials, configurations = (
+                mask_credentials(credentials),
+                mask_credentials(configurations),
+            )
+        table.add(
+            (
+                record.get("_id"),
+                record.get("name"),
+                record.get("identifier"),
+                record.get("providerId"),
+                record.get("channel"),
+                record.get("active"),
+                record.get("primary"),
+                record.get("deleted"),
+                record.get("deletedAt"),
+                record.get("deletedBy"),
+                credentials,
+                record.get("conditions"),
+                configurations,
+                record.get("createdAt"),
+                record.get("updatedAt"),
+                record.get("_environmentId"),
+                record.get("_organizationId"),
+            )
+        )
+    return table.frame(provenance)
+
+
+def activity_frames(
+    records: Iterable[Mapping[str, Any]], *, provenance: Mapping[str, Any] | None = None
+) -> Activity:
+    """The activity feed's ActivityNotification records as three linked frames.
+
+    One pass over the records fills the columns of `schemas.NOTIFICATIONS`, `schemas.JOBS`
+    and `schemas.EXECUTION_DETAILS`; the derived columns are described in the module docstring.
+    """
+    tables = _Table(schemas.NOTIFICATIONS), _Table(schemas.JOBS), _Table(schemas.EXECUTION_DETAILS)
+    for count, record in enumerate(records, start=1):
+        _add_notification(record, *tables)
+        if count % CHUNK == 0:
+            for table in tables:
+                table.flush()
+    notifications, jobs, details = (table.frame(provenance) for table in tables)
+    elapsed = jobs["last_execution_at"] - jobs["first_execution_at"]
+    jobs["duration_s"] = elapsed.dt.total_seconds().astype("float64")
+    return Activity(notifications, jobs, details)
+
+
+def empty_frame(spec: Sequence[Column]) -> pd.DataFrame:
+    """A zero-row frame with every column of ``spec`` and its dtype."""
+    return _frame(spec, [[] for _ in spec], None)
+
+
+@lru_cache(maxsize=4096)
+def error_code(raw: str | None) -> str | None:
+    """The provider's error code in an execution detail's ``raw`` text, as a string.
+
+    ``raw`` must be a JSON object; the first code-like value found is taken from, in order:
+    ``code``, ``errorCode``, ``error_code``, ``error.code``, ``Error.Code``, ``errors[0].code``,
+    ``response.code``, ``details.error``, ``error``, ``reason``, ``body``, ``status``,
+    ``statusCode``, ``event``. Free-text fields (from ``details.error`` on) count only when
+    they are one word and not a generic one such as ``"error"``. None when there is no code
+    (including a null or non-JSON ``raw``).
+
+    >>> error_code('{"error": {"code": "messaging/internal-error", "message": "..."}}')
+    'messaging/internal-error'
+    """
+    if not isinstance(raw, str) or not raw.lstrip().startswith("{"):
+        return None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    for path, one_word in _CODE_PATHS:
+        code = _code_text(_dig(body, path), one_word)
+        if code is not None:
+            return code
+    return None
+
+
+# -- activity rows -----------------------------------------------------------------------------
+
+
+def _add_notification(record: Mapping[str, Any], notifications, jobs, details) -> None:
+    subscriber = record.get("subscriber") or {}
+    template = record.get("template") or {}
+    triggers = template.get("triggers") or [{}]
+    notification_id = record.get("_id")
+    subscriber_id = subscriber.get("subscriberId")
+    finals = [
+        _add_job(job, notification_id, subscriber_id, jobs, details)
+        for job in record.get("jobs") or ()
+    ]
+    notifications.add(
+        (
+            notification_id,
+            record.get("createdAt"),
+            record.get("updatedAt"),
+            record.get("transactionId"),
+            record.get("_templateId") or template.get("_id"),
+            template.get("name"),
+            triggers[0].get("identifier"),
+            template.get("origin"),
+            record.get("_subscriberId") or subscriber.get("_id"),
+            subscriber_id,
+            subscriber.get("email"),
+            subscriber.get("firstName"),
+            subscriber.get("lastName"),
+            subscriber.get("phone"),
+            record.get("channels") or [],
+            [topic.get("topicKey") for topic in record.get("topics") or ()],
+            record.get("tags") or [],
+            record.get("severity"),
+            record.get("critical"),
+            record.get("_digestedNotificationId"),
+            record.get("payload"),
+            len(finals),
+            finals.count("failed"),
+            _overall_status(finals),
+            record.get("_environmentId"),
+            record.get("_organizationId"),
+        )
+    )
+
+
+def _add_job(job: Mapping[str, Any], notification_id, subscriber_id, jobs, details) -> str:
+    """Add a job and its execution details; return the job's final status."""
+    job_id, job_type, provider = job.get("_id"), job.get("type"), job.get("providerId")
+    executions = job.get("executionDetails") or ()
+    add_detail = details.add
+    failed = retries = 0
+    error_text = code = None
+    for detail in executions:
+        status, raw = detail.get("status"), detail.get("raw")
+        if raw is not None and not isinstance(raw, str):
+            raw = json.dumps(raw)
+        text = detail.get("detail")
+        if status == "Failed":
+            failed += 1
+            error_text, code = text, error_code(raw)
+        if detail.get("isRetry"):
+            retries += 1
+        add_detail(
+            (
+                detail.get("_id"),
+                job_id,
+                notification_id,
+                detail.get("createdAt"),
+                status,
+                detail.get("source"),
+                text,
+                detail.get("providerId") or provider,
+                detail.get("isRetry"),
+                detail.get("isTest"),
+                raw,
+                text if status == "Failed" else None,
+                code if status == "Failed" else None,
+                job_type,
+            )
+        )
+    last = executions[-1] if executions else None
+    final = _final_status(job.get("status"), job_type, last)
+    step, digest = job.get("step") or {}, job.get("digest") or {}
+    jobs.add(
+        (
+            job_id,
+            notification_id,
+            job_type,
+            job.get("status"),
+            final,
+            step.get("_id"),
+            step.get("name"),
+            provider,
+            digest.get("type"),
+            job.get("updatedAt"),
+            executions[0].get("createdAt") if executions else None,
+            last.get("createdAt") if last else None,
+            None,  # duration_s: computed on the whole column
+            len(executions),
+            failed,
+            retries,
+            error_text,
+            code,
+            subscriber_id,
+        )
+    )
+    return final
+
+
+def _final_status(status: str | None, job_type: str | None, last: Mapping | None) -> str | None:
+    """A job's final status (rules in the module docstring)."""
+    if last is None or status in _IN_FLIGHT:
+        return status
+    outcome = last.get("status")
+    if outcome == "Failed":
+        return "failed"
+    if status != "completed":
+        return status
+    if outcome == "Success":
+        if job_type not in _CHANNELS:
+            return "completed"
+        return "delivered" if last.get("source") == "Webhook" else "sent"
+    return _COMPLETED_BY_DETAIL.get(outcome, "completed")
+
+
+def _overall_status(finals: list[str | None]) -> str | None:
+    """A notification's status from its jobs' final statuses (rules in the module docstring)."""
+    if "failed" in finals:
+        return "failed"
+    if not finals or _IN_FLIGHT.intersection(finals):
+        return "pending"
+    for outcome in _OUTCOME_ORDER:
+        if outcome in finals:
+            return outcome
+    return finals[-1]
+
+
+def _credentials(setting: Mapping[str, Any]) -> Mapping[str, Any]:
+    credentials = setting.get("credentials")
+    return credentials if isinstance(credentials, Mapping) else {}
+
+
+# -- error codes -------------------------------------------------------------------------------
+
+#: Where providers put their error code: (path, free-text field), in order of preference.
+_CODE_PATHS = (
+    (("code",), False),
+    (("errorCode",), False),
+    (("error_code",), False),
+    (("error", "code"), False),
+    (("Error", "Code"), False),
+    (("errors", 0, "code"), False),
+    (("response", "code"), False),
+    (("details", "error"), True),
+    (("error",), True),
+    (("reason",), True),
+    (("body",), True),
+    (("status",), True),
+    (("statusCode",), False),
+    (("event",), True),
+)
+
+#: Free-text values that are not codes.
+_GENERIC = frozenset({"error", "errors", "failed", "failure", "fail", "ok", "success", "true", "false"})
+
+
+def _dig(body: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        if isinstance(key, int):
+            body = body[key] if isinstance(body, list) and len(body) > key else None
+        else:
+            body = body.get(key) if isinstance(body, dict) else None
+    return body
+
+
+def _code_text(value: Any, one_word: bool) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else str(value)
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if not value or (one_word and (len(value.split()) > 1 or value.lower() in _GENERIC)):
+        return None
+    return value
+
+
+# -- columns → frames --------------------------------------------------------------------------
+
+
+class _Table:
+    """The rows of one frame: appended as tuples in spec order, moved into one list per column
+    every `CHUNK` rows by `flush` (tuples are quick to append; lists take less memory)."""
+
+    def __init__(self, spec: Sequence[Column]):
+        self.spec = spec
+        self.columns: list[list[Any]] = [[] for _ in spec]
+        self.rows: list[tuple[Any, ...]] = []
+        self.add = self.rows.append
+
+    def flush(self) -> None:
+        for column, values in zip(self.columns, zip(*self.rows)):
+            column.extend(values)
+        self.rows.clear()
+
+    def frame(self, provenance: Mapping[str, Any] | None) -> pd.DataFrame:
+        self.flush()
+        columns, self.columns = self.columns, []
+        return _frame(self.spec, columns, provenance)
+
+
+def _frame(
+    spec: Sequence[Column], columns: list[list[Any]], provenance: Mapping[str, Any] | None
+) -> pd.DataFrame:
+    """A frame of ``columns`` (consumed: each list is dropped once its column is built)."""
+    data = {}
+    for index, column in enumerate(spec):
+        data[column.name] = _array(columns[index], column)
+        columns[index] = []
+    frame = pd.DataFrame(data, copy=False)
+    frame.attrs = dict(provenance or {})
+    return frame
+
+
+def _array(values: list[Any], column: Column) -> Any:
+    """One column's values as an array of the column's declared dtype."""
+    dtype = column.dtype
+    if dtype == schemas.CATEGORY:
+        return _categorical(values, column.categories)
+    if dtype == schemas.DATETIME:
+        times = pd.to_datetime(values, utc=True, format="ISO8601", errors="coerce")
+        return pd.DatetimeIndex(times).as_unit("ns").array
+    if dtype == schemas.OBJECT:
+        return np.fromiter(values, dtype=object, count=len(values))
+    if dtype == schemas.FLOAT:
+        return np.array(values, dtype="float64")
+    return pd.array(values, dtype=dtype)
+
+
+def _categorical(values: list[Any], known: tuple[str, ...]) -> pd.Categorical:
+    """Known categories first, then the unknown values found (as text, sorted)."""
+    unknown = set(values).difference(known)
+    unknown.discard(None)
+    if any(not isinstance(value, str) for value in unknown):
+        values = [value if value is None else str(value) for value in values]
+        unknown = {str(value) for value in unknown}.difference(known)
+    return pd.Categorical(values, categories=[*known, *sorted(unknown)])

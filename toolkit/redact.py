@@ -1,0 +1,121 @@
+"""What counts as a secret, and how it is masked.
+
+A secret is a credential field named in `SECRET_FIELDS`, or one whose name contains a word of
+`SECRET_MARKERS` (``secret``, ``password``, ``token``, ...). Its value is replaced, never
+shortened in place:
+
+- a string becomes ``"••••"``, followed by its last 4 characters when it is a long key
+  (at least 16 characters ending in 4 letters or digits), so that two keys can be told apart;
+- a URL keeps its scheme and host (``"https://hooks.slack.com/••••"``): the path and any
+  ``user:password@`` part are what grant access;
+- a list (device tokens) becomes a list of masked strings, one per element;
+- anything else (an object such as ``tlsOptions``, a number) becomes ``"••••"``.
+
+Booleans and nulls are left alone: they carry no key material. Inputs are never mutated.
+
+>>> mask_credentials({"apiKey": "SG.aaaaaaaaaaaaaaaaaaaaaaaaaa1234", "region": "eu-west-1"})
+{'apiKey': '••••1234', 'region': 'eu-west-1'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["MASK", "SECRET_FIELDS", "SECRET_MARKERS", "is_secret", "mask", "mask_channels",
+           "mask_credentials"]  # fmt: skip
+
+#: What replaces a secret.
+MASK = "••••"
+
+#: Credential and configuration fields that hold secrets. ``user`` and ``accountSid`` are half
+#: of a credential pair (SMTP user, Twilio account) and are masked too; ``from``, ``senderName``,
+#: ``region``, ``host``, ``port``, ``domain``, ``channel``, ``clientId``... stay visible.
+SECRET_FIELDS = frozenset(
+    {
+        "apiKey",
+        "secretKey",
+        "token",
+        "password",
+        "accessKey",
+        "apiToken",
+        "authenticationTokenKey",
+        "webhookUrl",
+        "deviceTokens",
+        "serviceAccount",
+        "inboundWebhookSigningKey",
+        "tlsOptions",
+        "user",
+        "accountSid",
+    }
+)
+
+#: Lower-case words that make any field name a secret one (``privateKey``, ``authToken``...).
+SECRET_MARKERS = ("secret", "password", "token", "apikey", "privatekey", "signingkey")
+
+_SUFFIX_FROM = 16
+
+
+def is_secret(field: str) -> bool:
+    """Whether a credential field holds a secret."""
+    lowered = field.lower()
+    return field in SECRET_FIELDS or any(marker in lowered for marker in SECRET_MARKERS)
+
+
+def mask(value: Any) -> Any:
+    """The masked form of a secret value (see the module docstring); None and booleans as is."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [mask(item) for item in value]
+    if not isinstance(value, str):
+        return MASK
+    if value.startswith(("http://", "https://")):
+        return _mask_url(value)
+    tail = value[-4:]
+    if len(value) >= _SUFFIX_FROM and tail.isascii() and tail.isalnum():
+        return MASK + tail
+    return MASK
+
+
+def mask_credentials(credentials: Mapping[str, Any] | None) -> Any:
+    """A copy of a credentials (or configurations) object with every secret field masked.
+
+    Nested objects under other fields are masked the same way; None stays None, and a value
+    that is not an object at all is masked whole.
+    """
+    if credentials is None:
+        return None
+    if not isinstance(credentials, Mapping):
+        return MASK
+    return {field: _mask_field(field, value) for field, value in credentials.items()}
+
+
+def mask_channels(channels: list[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """A copy of a subscriber's ``channels`` (ChannelSettings) with their credentials masked."""
+    masked = []
+    for setting in channels or ():
+        setting = dict(setting)
+        if "credentials" in setting:
+            setting["credentials"] = mask_credentials(setting["credentials"])
+        masked.append(setting)
+    return masked
+
+
+def _mask_field(field: str, value: Any) -> Any:
+    if is_secret(field):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return mask_credentials(value)
+    return value
+
+
+def _mask_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return MASK
+    return f"{parts.scheme}://{host}{port}/{MASK}"
