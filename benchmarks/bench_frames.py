@@ -112,7 +112,9 @@ def main() -> None:
     print(f"{'activity_frames':16}{toolkit_s:>20.2f} s{toolkit_peak / mib:>12.0f} MiB")
     speedup, memory = baseline_s / toolkit_s, toolkit_peak / baseline_peak
     print(f"speed-up: {speedup:.1f}x (target >= 3x): {'met' if speedup >= 3 else 'NOT met'}")
-    print(f"peak memory: {memory:.2f} of the baseline (target < 1): {'met' if memory < 1 else 'NOT met'}")
+    print(
+        f"peak memory: {memory:.2f} of the baseline (target < 1): {'met' if memory < 1 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -273,10 +273,9 @@ def test_a_window_beyond_retention_says_how_far_back_is_allowed(sandbox):
         client.list_activity(after="7d")
     err = caught.value
     assert err.status == 402
-    _one_line(err, "-> 402", "use ")
-    if err.earliest is not None:
-        assert abs((client.now() - err.earliest).total_seconds() - 86400) < 120
-        assert "after >= " in str(err)
+    _one_line(err, "GET /v1/notifications -> 402")
+    assert abs((client.now() - err.earliest).total_seconds() - 86400) < 120
+    assert f"use after >= {to_iso(err.earliest)}" in str(err)
     assert client.list_activity(after="23h") is not None
 
 
@@ -344,8 +343,8 @@ def test_live_traffic_during_a_read_neither_hides_nor_repeats_records(fresh_sand
     assert len(first_ids) == len(set(first_ids))
     assert first_ids == [r["_id"] for r in second]
     assert all(parse_time(r["createdAt"]) <= parse_time(before) for r in first)
-    newer = client.list_activity(after=before)
-    assert newer and not {r["_id"] for r in newer} & set(first_ids)
+    newer = client.list_activity(after=before)  # both bounds are inclusive
+    assert newer and all(r["createdAt"] == before for r in newer if r["_id"] in set(first_ids))
 
 
 def test_the_default_window_is_pinned_so_live_traffic_does_not_shift_pages(fresh_sandbox):
@@ -361,3 +360,13 @@ def test_the_default_window_is_pinned_so_live_traffic_does_not_shift_pages(fresh
     assert max(counts.values()) == 1 and len(rows) >= seeded
     created = [r["createdAt"] for r in rows]
     assert created == sorted(created, reverse=True)
+
+
+def test_a_progress_bar_shows_only_for_reads_of_more_than_one_page(sandbox, capsys):
+    client = Client.from_sandbox(sandbox)  # progress on, as in a notebook
+    client.list_activity(limit=50)
+    assert capsys.readouterr().err == ""
+    client.list_activity(limit=120, page_size=20)
+    assert "activity" in capsys.readouterr().err
+    client.list_activity(limit=120, page_size=20, progress=False)
+    assert capsys.readouterr().err == ""

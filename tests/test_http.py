@@ -98,14 +98,18 @@ def test_unreachable_service_raises_a_connection_error_after_retries(waits):
 
 def test_errors_that_retrying_cannot_fix_are_raised_at_once(sandbox, faults, waits):
     http = transport(sandbox, waits)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as caught:
         http.request("GET", "/v1/notifications", params={"limit": 51})
+    assert caught.value.status == 422 and list(caught.value.field_errors) == ["limit"]
+    with pytest.raises(ValidationError) as caught:
+        http.request("GET", "/v1/notifications", params={"after": "soon"})
+    assert caught.value.status == 400 and list(caught.value.field_errors) == ["after"]
     with pytest.raises(NotFoundError):
         http.request("GET", "/v2/subscribers/nobody-here/subscriptions")
     faults.fail_next(1, status=500)
     with pytest.raises(ServerError):
         page(http)
-    assert waits == [] and faults.stats["requests"] == 3
+    assert waits == [] and faults.stats["requests"] == 4
 
 
 def test_max_retries_caps_the_attempts(sandbox, faults, waits):

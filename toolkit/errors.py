@@ -139,7 +139,7 @@ class ValidationError(ServiceError):
         Field name -> messages, from the 422 ``errors`` object or the older 400 message list.
     """
 
-    hint = "(fix the parameters named above)"
+    hint = "(change the request as the message says)"
 
     def __init__(self, *args: Any, field_errors: dict[str, list[str]] | None = None, **kw: Any):
         self.field_errors = field_errors or {}
@@ -178,8 +178,10 @@ class RetentionError(ServiceError):
     """
 
     def __init__(self, *args: Any, earliest: datetime | None = None, **kw: Any):
+        from toolkit.timeutil import to_iso  # timeutil imports this module
+
         self.earliest = earliest
-        when = earliest.isoformat().replace("+00:00", "Z") if earliest else None
+        when = to_iso(earliest) if earliest else None
         kw.setdefault(
             "hint",
             f"(use after >= {when})"
@@ -212,6 +214,7 @@ _CLASSES: dict[int, type[ServiceError]] = {
     429: RateLimitError,
 }
 
+_NAMED_PARAMETER = re.compile(r"parameter '(\w+)'")
 _ISO = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
 )
@@ -266,6 +269,8 @@ def _field_errors(body: Any) -> dict[str, list[str]]:
     if isinstance(message, list):
         for text in map(str, message):
             found.setdefault(text.split(" ", 1)[0], []).append(text)
+    elif isinstance(message, str) and (named := _NAMED_PARAMETER.search(message)):
+        found.setdefault(named.group(1), []).append(message)
     return found
 
 

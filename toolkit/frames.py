@@ -38,7 +38,7 @@ one) and ``error_code`` the provider's code found in that detail's ``raw`` (see 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -59,13 +59,19 @@ __all__ = [
     "subscriptions_frame",
 ]
 
-#: Rows kept as tuples before they are moved into the per-column lists.
-CHUNK = 4096
-
 _CHANNELS = frozenset(schemas.CHANNELS)
 _IN_FLIGHT = frozenset({"pending", "queued", "running", "delayed"})
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
-_OUTCOME_ORDER = ("read", "delivered", "sent", "warning", "merged", "canceled", "skipped", "completed")
+_OUTCOME_ORDER = (
+    "read",
+    "delivered",
+    "sent",
+    "warning",
+    "merged",
+    "canceled",
+    "skipped",
+    "completed",
+)
 
 
 class Activity(NamedTuple):
@@ -85,7 +91,9 @@ class Activity(NamedTuple):
         return self.notifications.attrs
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{name}={len(frame):,} rows" for name, frame in zip(self._fields, self))
+        sizes = ", ".join(
+            f"{name}={len(frame):,} rows" for name, frame in zip(self._fields, self, strict=True)
+        )
         return f"Activity({sizes})"
 
 
@@ -211,11 +219,9 @@ def activity_frames(
     and `schemas.EXECUTION_DETAILS`; the derived columns are described in the module docstring.
     """
     tables = _Table(schemas.NOTIFICATIONS), _Table(schemas.JOBS), _Table(schemas.EXECUTION_DETAILS)
-    for count, record in enumerate(records, start=1):
-        _add_notification(record, *tables)
-        if count % CHUNK == 0:
-            for table in tables:
-                table.flush()
+    add_notification = _notification_adder(tables[0], _job_adder(*tables[1:]))
+    for record in records:
+        add_notification(record)
     notifications, jobs, details = (table.frame(provenance) for table in tables)
     elapsed = jobs["last_execution_at"] - jobs["first_execution_at"]
     jobs["duration_s"] = elapsed.dt.total_seconds().astype("float64")
@@ -255,112 +261,122 @@ def error_code(raw: str | None) -> str | None:
 
 
 # -- activity rows -----------------------------------------------------------------------------
+# The adders append straight to the column lists (no per-row objects: this is the hot loop).
 
 
-def _add_notification(record: Mapping[str, Any], notifications, jobs, details) -> None:
-    subscriber = record.get("subscriber") or {}
-    template = record.get("template") or {}
-    triggers = template.get("triggers") or [{}]
-    notification_id = record.get("_id")
-    subscriber_id = subscriber.get("subscriberId")
-    finals = [
-        _add_job(job, notification_id, subscriber_id, jobs, details)
-        for job in record.get("jobs") or ()
-    ]
-    notifications.add(
-        (
-            notification_id,
-            record.get("createdAt"),
-            record.get("updatedAt"),
-            record.get("transactionId"),
-            record.get("_templateId") or template.get("_id"),
-            template.get("name"),
-            triggers[0].get("identifier"),
-            template.get("origin"),
-            record.get("_subscriberId") or subscriber.get("_id"),
-            subscriber_id,
-            subscriber.get("email"),
-            subscriber.get("firstName"),
-            subscriber.get("lastName"),
-            subscriber.get("phone"),
-            record.get("channels") or [],
-            [topic.get("topicKey") for topic in record.get("topics") or ()],
-            record.get("tags") or [],
-            record.get("severity"),
-            record.get("critical"),
-            record.get("_digestedNotificationId"),
-            record.get("payload"),
-            len(finals),
-            finals.count("failed"),
-            _overall_status(finals),
-            record.get("_environmentId"),
-            record.get("_organizationId"),
-        )
-    )
+def _notification_adder(table: _Table, add_job: Callable[..., str | None]) -> Callable:
+    """A function adding one ActivityNotification, its jobs and their execution details."""
+    (add_notification_id, add_created_at, add_updated_at, add_transaction_id, add_template_id,
+     add_workflow_name, add_workflow_identifier, add_template_origin, add_subscriber_internal_id,
+     add_subscriber_id, add_subscriber_email, add_subscriber_first_name, add_subscriber_last_name,
+     add_subscriber_phone, add_channels, add_topic_keys, add_tags, add_severity, add_critical,
+     add_digested_notification_id, add_payload, add_job_count, add_failed_job_count, add_status,
+     add_environment_id, add_organization_id) = table.appenders  # fmt: skip
+
+    def add(record: Mapping[str, Any]) -> None:
+        subscriber = record.get("subscriber") or {}
+        template = record.get("template") or {}
+        triggers = template.get("triggers") or [{}]
+        notification_id = record.get("_id")
+        subscriber_id = subscriber.get("subscriberId")
+        finals = [add_job(job, notification_id, subscriber_id) for job in record.get("jobs") or ()]
+        add_notification_id(notification_id)
+        add_created_at(record.get("createdAt"))
+        add_updated_at(record.get("updatedAt"))
+        add_transaction_id(record.get("transactionId"))
+        add_template_id(record.get("_templateId") or template.get("_id"))
+        add_workflow_name(template.get("name"))
+        add_workflow_identifier(triggers[0].get("identifier"))
+        add_template_origin(template.get("origin"))
+        add_subscriber_internal_id(record.get("_subscriberId") or subscriber.get("_id"))
+        add_subscriber_id(subscriber_id)
+        add_subscriber_email(subscriber.get("email"))
+        add_subscriber_first_name(subscriber.get("firstName"))
+        add_subscriber_last_name(subscriber.get("lastName"))
+        add_subscriber_phone(subscriber.get("phone"))
+        add_channels(record.get("channels") or [])
+        add_topic_keys([topic.get("topicKey") for topic in record.get("topics") or ()])
+        add_tags(record.get("tags") or [])
+        add_severity(record.get("severity"))
+        add_critical(record.get("critical"))
+        add_digested_notification_id(record.get("_digestedNotificationId"))
+        add_payload(record.get("payload"))
+        add_job_count(len(finals))
+        add_failed_job_count(finals.count("failed"))
+        add_status(_overall_status(finals))
+        add_environment_id(record.get("_environmentId"))
+        add_organization_id(record.get("_organizationId"))
+
+    return add
 
 
-def _add_job(job: Mapping[str, Any], notification_id, subscriber_id, jobs, details) -> str:
-    """Add a job and its execution details; return the job's final status."""
-    job_id, job_type, provider = job.get("_id"), job.get("type"), job.get("providerId")
-    executions = job.get("executionDetails") or ()
-    add_detail = details.add
-    failed = retries = 0
-    error_text = code = None
-    for detail in executions:
-        status, raw = detail.get("status"), detail.get("raw")
-        if raw is not None and not isinstance(raw, str):
-            raw = json.dumps(raw)
-        text = detail.get("detail")
-        if status == "Failed":
-            failed += 1
-            error_text, code = text, error_code(raw)
-        if detail.get("isRetry"):
-            retries += 1
-        add_detail(
-            (
-                detail.get("_id"),
-                job_id,
-                notification_id,
-                detail.get("createdAt"),
-                status,
-                detail.get("source"),
-                text,
-                detail.get("providerId") or provider,
-                detail.get("isRetry"),
-                detail.get("isTest"),
-                raw,
-                text if status == "Failed" else None,
-                code if status == "Failed" else None,
-                job_type,
-            )
-        )
-    last = executions[-1] if executions else None
-    final = _final_status(job.get("status"), job_type, last)
-    step, digest = job.get("step") or {}, job.get("digest") or {}
-    jobs.add(
-        (
-            job_id,
-            notification_id,
-            job_type,
-            job.get("status"),
-            final,
-            step.get("_id"),
-            step.get("name"),
-            provider,
-            digest.get("type"),
-            job.get("updatedAt"),
-            executions[0].get("createdAt") if executions else None,
-            last.get("createdAt") if last else None,
-            None,  # duration_s: computed on the whole column
-            len(executions),
-            failed,
-            retries,
-            error_text,
-            code,
-            subscriber_id,
-        )
-    )
-    return final
+def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
+    """A function adding one ActivityJob and its execution details; it returns the job's final
+    status."""
+    (add_job_id, add_notification_id, add_type, add_status, add_final_status, add_step_id,
+     add_step_name, add_provider_id, add_digest_type, add_updated_at, add_first_execution_at,
+     add_last_execution_at, add_duration_s, add_execution_count, add_failed_count,
+     add_retry_count, add_error_text, add_error_code, add_subscriber_id) = jobs.appenders  # fmt: skip
+    (add_detail_id, add_detail_job_id, add_detail_notification_id, add_created_at,
+     add_detail_status, add_source, add_detail, add_detail_provider_id, add_is_retry, add_is_test,
+     add_raw, add_detail_error_text, add_detail_error_code, add_channel) = details.appenders  # fmt: skip
+
+    def add(job: Mapping[str, Any], notification_id: str, subscriber_id: str) -> str | None:
+        job_id, job_type, provider = job.get("_id"), job.get("type"), job.get("providerId")
+        executions = job.get("executionDetails") or ()
+        failed = retries = 0
+        error_text = code = None
+        for detail in executions:
+            status, text, raw = detail.get("status"), detail.get("detail"), detail.get("raw")
+            if raw is not None and not isinstance(raw, str):
+                raw = json.dumps(raw)
+            is_retry = detail.get("isRetry")
+            retries += is_retry is True
+            add_detail_id(detail.get("_id"))
+            add_detail_job_id(job_id)
+            add_detail_notification_id(notification_id)
+            add_created_at(detail.get("createdAt"))
+            add_detail_status(status)
+            add_source(detail.get("source"))
+            add_detail(text)
+            add_detail_provider_id(detail.get("providerId") or provider)
+            add_is_retry(is_retry)
+            add_is_test(detail.get("isTest"))
+            add_raw(raw)
+            add_channel(job_type)
+            if status == "Failed":
+                failed += 1
+                error_text, code = text, error_code(raw)
+                add_detail_error_text(text)
+                add_detail_error_code(code)
+            else:
+                add_detail_error_text(None)
+                add_detail_error_code(None)
+        last = executions[-1] if executions else None
+        final = _final_status(job.get("status"), job_type, last)
+        step, digest = job.get("step") or {}, job.get("digest") or {}
+        add_job_id(job_id)
+        add_notification_id(notification_id)
+        add_type(job_type)
+        add_status(job.get("status"))
+        add_final_status(final)
+        add_step_id(step.get("_id"))
+        add_step_name(step.get("name"))
+        add_provider_id(provider)
+        add_digest_type(digest.get("type"))
+        add_updated_at(job.get("updatedAt"))
+        add_first_execution_at(executions[0].get("createdAt") if executions else None)
+        add_last_execution_at(last.get("createdAt") if last else None)
+        add_duration_s(None)  # computed on the whole column
+        add_execution_count(len(executions))
+        add_failed_count(failed)
+        add_retry_count(retries)
+        add_error_text(error_text)
+        add_error_code(code)
+        add_subscriber_id(subscriber_id)
+        return final
+
+    return add
 
 
 def _final_status(status: str | None, job_type: str | None, last: Mapping | None) -> str | None:
@@ -417,7 +433,9 @@ _CODE_PATHS = (
 )
 
 #: Free-text values that are not codes.
-_GENERIC = frozenset({"error", "errors", "failed", "failure", "fail", "ok", "success", "true", "false"})
+_GENERIC = frozenset(
+    {"error", "errors", "failed", "failure", "fail", "ok", "success", "true", "false"}
+)
 
 
 def _dig(body: Any, path: tuple[str | int, ...]) -> Any:
@@ -448,23 +466,20 @@ def _code_text(value: Any, one_word: bool) -> str | None:
 
 
 class _Table:
-    """The rows of one frame: appended as tuples in spec order, moved into one list per column
-    every `CHUNK` rows by `flush` (tuples are quick to append; lists take less memory)."""
+    """The columns of one frame as lists, in spec order; ``appenders`` are their ``append``."""
 
     def __init__(self, spec: Sequence[Column]):
         self.spec = spec
         self.columns: list[list[Any]] = [[] for _ in spec]
-        self.rows: list[tuple[Any, ...]] = []
-        self.add = self.rows.append
+        self.appenders = tuple(column.append for column in self.columns)
 
-    def flush(self) -> None:
-        for column, values in zip(self.columns, zip(*self.rows)):
-            column.extend(values)
-        self.rows.clear()
+    def add(self, row: Sequence[Any]) -> None:
+        """Add one row given as its values in spec order."""
+        for append, value in zip(self.appenders, row, strict=True):
+            append(value)
 
     def frame(self, provenance: Mapping[str, Any] | None) -> pd.DataFrame:
-        self.flush()
-        columns, self.columns = self.columns, []
+        columns, self.columns, self.appenders = self.columns, [], ()
         return _frame(self.spec, columns, provenance)
 
 

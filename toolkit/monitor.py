@@ -92,7 +92,9 @@ class Monitor:
             The read failed (nothing is appended).
         """
         with self._lock:
-            after = self._start if self._newest is None else self._newest - OVERLAP
+            after = self._start
+            if self._newest is not None:
+                after = max(after, self._newest - OVERLAP)
             read = read_activity(self.client, after=after, progress=False, **self.filters)
             new = _drop_known(read, self.activity.notifications["notification_id"])
             self.activity = Activity(*map(_append, self.activity, new))

@@ -1028,6 +1028,10 @@ FAILURES: dict[str, list[Failure]] = {
 FAILURE_RATE = {"email": 0.02, "sms": 0.03, "push": 0.025, "chat": 0.015}
 
 
+#: The subscriber profile key a channel needs: an address, or the chat/push provider (in-app: none).
+ADDRESS = {"email": "email", "sms": "phone", "chat": "chat", "push": "push"}
+
+
 @dataclass(frozen=True)
 class IncidentPlan:
     """A planted incident: every delivery of ``provider_id`` inside ``[start, end)`` fails,
@@ -1045,10 +1049,10 @@ class IncidentPlan:
 
     def targets(self, subscriber: dict[str, Any]) -> bool:
         """Whether deliveries to ``subscriber`` on the incident's channel would meet it."""
-        address = {"email": "email", "sms": "phone"}.get(self.channel, self.channel)
-        reachable = subscriber[address] if address in ("email", "phone") else None
+        value = subscriber[ADDRESS[self.channel]]
+        reachable = value == self.provider_id if self.channel in ("chat", "push") else bool(value)
         return (
-            bool(reachable or subscriber.get(address) == self.provider_id)
+            reachable
             and (self.domain is None or subscriber["domain"] == self.domain)
             and (not self.subscribers or subscriber["id"] in self.subscribers)
         )
@@ -1260,6 +1264,7 @@ class NotificationFactory:
             range(len(catalog.workflows)), [flow.spec.weight for flow in catalog.workflows]
         )
         self._digests: dict[tuple[str, str], tuple[Story, Job]] = {}
+        self._targets: dict[str, list[dict[str, Any]]] = {}  # incident name -> subscribers
 
     @staticmethod
     def _cumulative(items: Iterable[int], weights: list[float]) -> tuple[list[int], list[float]]:
@@ -1293,7 +1298,10 @@ class NotificationFactory:
             and "digest" not in flow.channels
             and not flow.spec.topics
         ]
-        people = [subscriber for subscriber in self.catalog.subscribers if plan.targets(subscriber)]
+        if plan.name not in self._targets:
+            subscribers = self.catalog.subscribers
+            self._targets[plan.name] = [person for person in subscribers if plan.targets(person)]
+        people = self._targets[plan.name]
         if not flows or not people:
             return self.trigger(when)
         flow = self.rng.choices(flows, [flow.spec.weight for flow in flows])[0]
@@ -1566,7 +1574,7 @@ class NotificationFactory:
 
     @staticmethod
     def _reachable(channel: str, subscriber: dict[str, Any]) -> bool:
-        key = {"email": "email", "sms": "phone", "chat": "chat", "push": "push"}.get(channel)
+        key = ADDRESS.get(channel)
         return key is None or bool(subscriber[key])
 
     def _failure(
@@ -1820,7 +1828,8 @@ def populate(
     seed : int
         Same ``(seed, now, sizes)``, byte-identical rows.
     now : datetime or str
-        The end of the 14 days of activity; nothing is dated after it.
+        The end of the activity (14 days of it; 3 days on the free plan, whose feed keeps 24 h);
+        nothing is dated after it.
     notifications, subscribers : int
         Sizes of the default environment (Acme/Development); the other two environments get
         about 5 % of each.

@@ -135,7 +135,12 @@ CREATE TABLE IF NOT EXISTS notifications (
     created_at      TEXT NOT NULL,
     doc             TEXT NOT NULL           -- JSON ActivityNotification, jobs included, as served
 );
-CREATE INDEX IF NOT EXISTS notifications_feed ON notifications (environment_id, created_at DESC, id DESC);
+-- The feed's order, covering the channel and severity filters (tested before reading a row);
+-- a template's feed; a subscriber's feed; a transaction.
+CREATE INDEX IF NOT EXISTS notifications_feed
+    ON notifications (environment_id, created_at DESC, id DESC, channel_mask, severity);
+CREATE INDEX IF NOT EXISTS notifications_by_template
+    ON notifications (environment_id, template_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS notifications_by_subscriber ON notifications (environment_id, subscriber_id, created_at DESC);
 CREATE INDEX IF NOT EXISTS notifications_by_transaction ON notifications (environment_id, transaction_id);
 

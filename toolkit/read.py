@@ -1,0 +1,300 @@
+"""Readers: client calls → typed DataFrames (`toolkit.frames`), with provenance in ``.attrs``.
+
+Every frame's ``attrs`` says where its rows came from:
+
+- ``operation``: the client method used;
+- ``base_url`` and ``environment`` (``"Acme/Development"`` for the sandbox, else None);
+- ``filters``: the filters given (None ones left out; never a secret);
+- ``after`` and ``before``: the time window used (activity only; ``after`` None means the
+  service's default, the start of the plan's retention), as UTC `pandas.Timestamp`;
+- ``fetched_at``: the service's time when the read ended;
+- ``toolkit_version``.
+
+Arguments are checked by the client before any request is sent (`toolkit.errors.ParameterError`).
+
+>>> notifications, jobs, details = read_activity(client, after="24h", channels="sms")
+>>> notifications.attrs["before"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from toolkit import __version__
+from toolkit.frames import (
+    Activity,
+    activity_frames,
+    integrations_frame,
+    subscribers_frame,
+    subscriptions_frame,
+)
+from toolkit.redact import is_secret, mask
+from toolkit.timeutil import parse_time
+
+__all__ = ["read_activity", "read_integrations", "read_subscribers", "read_subscriptions"]
+
+
+def read_subscribers(
+    client: Any,
+    *,
+    email: str | None = None,
+    name: str | None = None,
+    phone: str | None = None,
+    subscriber_id: str | None = None,
+    order_by: str | None = None,
+    order_direction: str | None = None,
+    limit: int | None = None,
+    reveal_secrets: bool = False,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Subscribers matching every filter given (`Client.search_subscribers`), one row each.
+
+    Parameters
+    ----------
+    client : Client
+    email, name, phone : str, optional
+        Substring filters (case sensitive per the spec).
+    subscriber_id : str, optional
+        An exact external subscriber id.
+    order_by, order_direction : str, optional
+        Sort field and ``"ASC"`` / ``"DESC"``.
+    limit : int, optional
+        At most this many subscribers.
+    reveal_secrets : bool
+        Show the webhook URLs and device tokens of ``channels`` (masked by default).
+    progress : bool
+        Show a progress bar while pages arrive.
+
+    Returns
+    -------
+    DataFrame
+        ``subscriber_id`` (external), ``subscriber_internal_id``, ``first_name``,
+        ``last_name``, ``email``, ``phone``, ``avatar``, ``locale``, ``timezone`` (string);
+        ``data`` (dict), ``channels`` (list of ChannelSettings, secrets masked),
+        ``provider_ids`` (list); ``device_token_count`` (Int64); ``is_online`` (boolean);
+        ``last_online_at``, ``created_at``, ``updated_at`` (datetime, UTC); ``deleted``
+        (boolean); ``version`` (Int64, ``__v``); ``environment_id``, ``organization_id``.
+    """
+    filters = {
+        "email": email,
+        "name": name,
+        "phone": phone,
+        "subscriber_id": subscriber_id,
+        "order_by": order_by,
+        "order_direction": order_direction,
+        "limit": limit,
+    }
+    records = client.search_subscribers(**filters)
+    if progress:
+        records = _progress(records, "subscribers")
+    frame = subscribers_frame(records, reveal_secrets=reveal_secrets)
+    frame.attrs = _provenance(client, "search_subscribers", filters)
+    return frame
+
+
+def read_subscriptions(
+    client: Any,
+    subscriber_ids: str | Iterable[str],
+    key: str | None = None,
+    *,
+    workers: int = 8,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The topic subscriptions of one or many subscribers, fetched concurrently.
+
+    Parameters
+    ----------
+    client : Client
+    subscriber_ids : str or iterable of str
+        External subscriber ids; an unknown one raises `toolkit.errors.NotFoundError`.
+    key : str, optional
+        Only the subscriptions to this topic key.
+    workers : int
+        Subscribers fetched at once.
+    progress : bool
+        Show a progress bar over the subscribers.
+
+    Returns
+    -------
+    DataFrame
+        One row per subscription, in the order of ``subscriber_ids``: ``subscription_id``,
+        ``created_at`` (datetime, UTC), ``topic_id``, ``topic_key``, ``topic_name``,
+        ``subscriber_internal_id``, ``subscriber_id`` (external), ``subscriber_email``,
+        ``subscriber_first_name``, ``subscriber_last_name`` (string).
+    """
+    subscriber_ids = _listed(subscriber_ids)
+    by_subscriber = client.list_subscriptions_many(
+        subscriber_ids, key=key, workers=workers, progress=progress
+    )
+    records = [record for records in by_subscriber.values() for record in records]
+    frame = subscriptions_frame(records)
+    filters = {"subscriber_ids": subscriber_ids, "key": key}
+    frame.attrs = _provenance(client, "list_subscriptions", filters)
+    return frame
+
+
+def read_activity(
+    client: Any,
+    *,
+    channels: str | Iterable[str] | None = None,
+    templates: str | Iterable[str] | None = None,
+    emails: str | Iterable[str] | None = None,
+    subscriber_ids: str | Iterable[str] | None = None,
+    severity: str | Iterable[str] | None = None,
+    transaction_id: str | None = None,
+    topic_key: str | None = None,
+    after: str | datetime | None = None,
+    before: str | datetime | None = None,
+    limit: int | None = None,
+    workers: int = 8,
+    progress: bool = True,
+) -> Activity:
+    """The notifications of a time window as three linked frames (`Client.list_activity`).
+
+    The window is pinned before the first request: ``before`` defaults to the service's now,
+    and relative times (``"24h"``, ``"7d"``) count back from that same instant.
+
+    Parameters
+    ----------
+    client : Client
+    channels : str or list of str, optional
+        Any of in_app, email, sms, chat, push, digest, trigger, delay, throttle, custom.
+    templates, emails, subscriber_ids : str or list of str, optional
+        Template ids, email addresses, external subscriber ids.
+    severity : str or list of str, optional
+        Any of high, medium, low, none.
+    transaction_id, topic_key : str, optional
+        Exact filters.
+    after, before : str, datetime or pandas.Timestamp, optional
+        The window: ISO 8601, a datetime (naive means UTC) or a duration before now such as
+        ``"24h"``. ``after`` defaults to the start of the plan's retention.
+    limit : int, optional
+        At most this many notifications (the newest).
+    workers : int
+        Pages fetched at once.
+    progress : bool
+        Show a progress bar over the pages.
+
+    Returns
+    -------
+    Activity
+        ``notifications, jobs, execution_details`` (see `toolkit.frames` for the derived
+        statuses), with the same provenance on each.
+
+        notifications: ``notification_id``, ``created_at``, ``updated_at``, ``transaction_id``,
+        ``template_id``, ``workflow_name``, ``workflow_identifier``, ``template_origin``,
+        ``subscriber_internal_id``, ``subscriber_id`` (external), ``subscriber_email``,
+        ``subscriber_first_name``, ``subscriber_last_name``, ``subscriber_phone``,
+        ``channels``, ``topic_keys``, ``tags`` (lists), ``severity``, ``critical``,
+        ``digested_notification_id``, ``payload`` (dict), ``job_count``,
+        ``failed_job_count``, ``status`` (overall), ``environment_id``, ``organization_id``.
+
+        jobs: ``job_id``, ``notification_id``, ``type``, ``status``, ``final_status``,
+        ``step_id``, ``step_name``, ``provider_id``, ``digest_type``, ``updated_at``,
+        ``first_execution_at``, ``last_execution_at``, ``duration_s``, ``execution_count``,
+        ``failed_count``, ``retry_count``, ``error_text``, ``error_code``, ``subscriber_id``.
+
+        execution_details: ``execution_detail_id``, ``job_id``, ``notification_id``,
+        ``created_at``, ``status``, ``source``, ``detail``, ``provider_id``, ``is_retry``,
+        ``is_test``, ``raw`` (string), ``error_text``, ``error_code``, ``channel`` (the job
+        type).
+    """
+    now = client.now()
+    start = parse_time(after, name="after", now=now) if after is not None else None
+    end = parse_time(before, name="before", now=now) if before is not None else now
+    filters = {
+        "channels": _listed(channels),
+        "templates": _listed(templates),
+        "emails": _listed(emails),
+        "subscriber_ids": _listed(subscriber_ids),
+        "severity": _listed(severity),
+        "transaction_id": transaction_id,
+        "topic_key": topic_key,
+        "limit": limit,
+    }
+    records = client.list_activity(
+        **filters, after=start, before=end, workers=workers, progress=progress
+    )
+    provenance = _provenance(client, "list_activity", filters)
+    provenance["after"] = None if start is None else pd.Timestamp(start)
+    provenance["before"] = pd.Timestamp(end)
+    return activity_frames(records, provenance=provenance)
+
+
+def read_integrations(
+    client: Any,
+    integrations: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    *,
+    reveal_secrets: bool = False,
+) -> pd.DataFrame:
+    """Integrations as a frame: what `Client.create_integration` or `Client.delete_integration`
+    returned.
+
+    The service has no operation that lists integrations; deleting one returns all the
+    remaining integrations of the environment (with their credentials emptied by the real
+    service), and creating one returns it.
+
+    Parameters
+    ----------
+    client : Client
+        The client that made the call (for the provenance).
+    integrations : dict or iterable of dict
+        One Integration, or a list of them.
+    reveal_secrets : bool
+        Show the credentials' secrets (masked by default, see `toolkit.redact`).
+
+    Returns
+    -------
+    DataFrame
+        ``integration_id``, ``name``, ``identifier``, ``provider_id`` (string); ``channel``
+        (category); ``active``, ``primary``, ``deleted`` (boolean); ``deleted_at``
+        (datetime, UTC); ``deleted_by`` (string); ``credentials`` (dict, secrets masked),
+        ``conditions`` (list), ``configurations`` (dict, secrets masked); ``created_at``,
+        ``updated_at`` (datetime, UTC); ``environment_id``, ``organization_id``.
+
+    Examples
+    --------
+    >>> remaining = read_integrations(client, client.delete_integration(integration_id))
+    """
+    records = [integrations] if isinstance(integrations, Mapping) else list(integrations)
+    frame = integrations_frame(records, reveal_secrets=reveal_secrets)
+    frame.attrs = _provenance(client, "integrations", {})
+    return frame
+
+
+def _provenance(client: Any, operation: str, filters: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "operation": operation,
+        "base_url": client.base_url,
+        "environment": client.environment,
+        "filters": _sanitised(filters),
+        "fetched_at": pd.Timestamp(client.now()),
+        "toolkit_version": __version__,
+    }
+
+
+def _listed(value: Any) -> Any:
+    """An iterable of filter values (a generator too) as a list, so it can be used twice;
+    anything else as it is (the client checks it)."""
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping)):
+        return list(value)
+    return value
+
+
+def _sanitised(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The filters given: None ones dropped, secrets (by name) masked."""
+    return {
+        name: mask(value) if is_secret(name) else value
+        for name, value in filters.items()
+        if value is not None
+    }
+
+
+def _progress(records: Iterable[Any], what: str) -> Iterable[Any]:
+    from tqdm.auto import tqdm
+
+    return tqdm(records, unit=f" {what}", desc=what)
