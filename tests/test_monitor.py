@@ -54,7 +54,7 @@ def test_poll_once_picks_up_only_new_notifications(live):
     ids = _ids(monitor)
     assert len(ids) == len(set(ids)) == len(seeded) + len(new)
     # everything the service holds since the monitor's start, nothing more
-    start = monitor._start
+    start = monitor.since
     assert set(ids) == set(
         read_activity(client, after=start, progress=False).notifications["notification_id"]
     )
@@ -76,7 +76,7 @@ def test_background_polling_with_live_traffic(live):
     monitor.poll_once()  # catch up after the traffic stopped
     ids = _ids(monitor)
     assert len(ids) == len(set(ids)) > 0
-    expected = read_activity(client, after=monitor._start, progress=False)
+    expected = read_activity(client, after=monitor.since, progress=False)
     assert set(ids) == set(expected.notifications["notification_id"])
     _consistent(monitor.activity)
 

@@ -86,7 +86,8 @@ def test_apply_keeps_linked_frames_consistent():
     _consistent(by_provider)
     by_text = ActivityFilter(error_text="TIMEOUT").apply(activity)
     assert list(by_text.jobs["job_id"]) == ["j2"]
-    assert ActivityFilter(error_text="nothing like it").apply(activity).notifications.empty
+    assert list(ActivityFilter(error_text="503").apply(activity).jobs["job_id"]) == ["j2"]
+    assert ActivityFilter(error_text="sent").apply(activity).notifications.empty  # errors only
     assert type(by_text) is type(activity)
 
 
@@ -220,3 +221,33 @@ def test_explorer_of_subscribers_shows_no_object_columns():
     html = explorer.table.outputs[0]["data"]["text/html"]
     assert "u1" in html and "secret" not in html
     assert explorer.status.value == "1 rows"
+
+
+def test_explorer_against_the_sandbox(sandbox):
+    from toolkit.client import connect
+    from toolkit.read import read_activity
+
+    client = connect(sandbox=sandbox, progress=False)
+    fetched = []
+
+    def fetch(value):
+        fetched.append(value)
+        return read_activity(client, progress=False, **value.to_read_kwargs(client.now()))
+
+    panel = ActivityPanel(value=ActivityFilter(period="30d", channels=["sms"]))
+    explorer = Explorer(panel, fetch)
+    full = explorer.data
+    assert len(full.notifications) > 100
+    assert all("sms" in channels for channels in full.notifications["channels"])
+    panel.set(failed_only=True, providers=["twilio"])
+    assert len(fetched) == 1
+    failed = explorer.data
+    _consistent(failed)
+    expected = full.notifications.loc[full.notifications["status"] == "failed", "notification_id"]
+    assert set(failed.notifications["notification_id"]) <= set(expected)
+    assert set(failed.jobs["final_status"].astype(str)) == {"failed"}
+    assert set(failed.jobs["provider_id"]) == {"twilio"}
+    panel.set(error_text="20503")  # the planted outage's code
+    codes = explorer.data.execution_details["error_code"].dropna()
+    assert len(codes) and set(codes) >= {"20503"}
+    assert explorer.figures[0].data  # the charts were redrawn on the filtered data

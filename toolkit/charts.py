@@ -22,6 +22,8 @@ from toolkit.schemas import CHANNELS, DETAIL_STATUSES, STEP_TYPES
 
 __all__ = [
     "FUNNEL_STAGES",
+    "MISSING",
+    "OTHER_COLOR",
     "STATUS_COLORS",
     "STATUS_ORDER",
     "delivery_funnel",
@@ -119,7 +121,7 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
     freq : str
         Bucket width, a fixed width such as ``"15min"``, ``"1h"``, ``"1D"``.
     """
-    step = _offset(freq)
+    step = _bucket_width(freq)
     title = f"Execution details per {freq} by status"
     if details.empty:
         return _empty(title)
@@ -138,7 +140,7 @@ def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h") -> go.Figure
     freq : str
         Bucket width, such as ``"1h"``.
     """
-    step = _offset(freq)
+    step = _bucket_width(freq)
     title = f"Failure rate per provider ({freq} buckets)"
     jobs = job_outcomes(frame)
     if jobs.empty:
@@ -168,9 +170,9 @@ def top_failures(
     ----------
     details : DataFrame
         Execution details (``status``, ``provider_id``, ``error_code``, ``error_text``,
-        ``detail``, ``created_at``, ``notification_id``).
+        ``created_at``, ``notification_id``).
     notifications : DataFrame, optional
-        Notifications, for example ``transaction_id`` values.
+        Notifications, for the example ``transaction_id`` values.
     top : int
         How many rows.
 
@@ -183,15 +185,14 @@ def top_failures(
     """
     columns = ["provider_id", "error_code", "error_text", "count", "notifications"]
     columns += ["first_seen", "last_seen", "transaction_ids"]
-    failed = details[_labels(details["status"]) == "Failed"] if len(details) else details
+    failed = details[_labels(details["status"]) == "Failed"]
     if failed.empty:
         return pd.DataFrame(columns=columns)
-    text = failed["error_text"].astype("string").fillna(failed["detail"].astype("string"))
     keys = pd.DataFrame(
         {
             "provider_id": _labels(failed["provider_id"]),
             "error_code": _labels(failed["error_code"]),
-            "error_text": _labels(text),
+            "error_text": _labels(failed["error_text"]),
             "created_at": failed["created_at"],
             "notification_id": failed["notification_id"].astype(object),
         }
@@ -437,7 +438,7 @@ def _transactions(notifications: pd.DataFrame) -> dict[str, str]:
     return dict(zip(ids, notifications["transaction_id"].astype(object), strict=True))
 
 
-def _offset(freq: str) -> pd.Timedelta:
+def _bucket_width(freq: str) -> pd.Timedelta:
     try:
         step = pd.Timedelta(freq)
     except (TypeError, ValueError):

@@ -14,7 +14,7 @@ Execution details are taken in the order the service sends them (by ``createdAt`
 
 ``jobs.final_status`` (`schemas.FINAL_STATUSES`), first rule that applies:
 
-1. no execution details: the job's ``status``;
+1. no execution details: the job's ``status`` (``pending`` when it has none, here and below);
 2. the job is still in flight (``pending``, ``queued``, ``running``, ``delayed``): its ``status``;
 3. the last detail is ``Failed``: ``failed`` (a bounce reported after the send counts);
 4. the job's ``status`` is not ``completed``: that status (``failed``, ``canceled``, ...);
@@ -381,6 +381,8 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
 
 def _final_status(status: str | None, job_type: str | None, last: Mapping | None) -> str | None:
     """A job's final status (rules in the module docstring)."""
+    if status is None:
+        status = "pending"
     if last is None or status in _IN_FLIGHT:
         return status
     outcome = last.get("status")

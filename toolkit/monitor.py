@@ -58,6 +58,8 @@ class Monitor:
     ----------
     activity : Activity
         Every notification seen, with its jobs and execution details, de-duplicated by id.
+    since : datetime
+        Where the watch starts: no notification created before it is read.
     polls : int
         Polls made.
     error : Exception or None
@@ -73,7 +75,7 @@ class Monitor:
         self.charts = tuple(MONITOR_CHARTS if charts is None else charts)
         self.activity = activity_frames([])
         self.polls, self.error = 0, None
-        self._start = parse_time(since, name="since", now=client.now)
+        self.since = parse_time(since, name="since", now=client.now)
         self._newest: datetime | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -92,7 +94,7 @@ class Monitor:
             The read failed (nothing is appended).
         """
         with self._lock:
-            after = self._start
+            after = self.since
             if self._newest is not None:
                 after = max(after, self._newest - OVERLAP)
             read = read_activity(self.client, after=after, progress=False, **self.filters)

@@ -69,12 +69,13 @@ class ActivityFilter:
     transaction_id, topic_key : str, optional
         Server-side exact filters.
     failed_only : bool
-        Client side: only jobs that failed.
+        Client side: only jobs whose ``final_status`` is ``failed`` (so the notifications
+        kept are those whose ``status`` is ``failed``).
     providers : tuple of str
         Client side: only jobs of these providers.
     error_text : str, optional
-        Client side: only jobs with an execution detail whose error (or detail) text contains
-        this, ignoring case.
+        Client side: only jobs with a failed execution detail whose error text or provider
+        error code contains this, ignoring case.
     """
 
     period: str = "24h"
@@ -158,13 +159,12 @@ class ActivityFilter:
         jobs, details = activity.jobs, activity.execution_details
         keep = pd.Series(True, index=jobs.index)
         if self.failed_only:
-            failed = details.loc[_equals(details["status"], "Failed"), "job_id"]
-            keep &= jobs["job_id"].isin(failed) | _equals(jobs["status"], "failed")
+            keep &= _equals(jobs["final_status"], "failed")
         if self.providers:
             keep &= jobs["provider_id"].isin(self.providers)
         if self.error_text:
-            text = details["error_text"].fillna(details["detail"]).astype("string")
-            found = text.str.contains(self.error_text, case=False, regex=False).fillna(False)
+            text = details["error_text"].fillna("") + " " + details["error_code"].fillna("")
+            found = text.str.contains(self.error_text, case=False, regex=False)
             keep &= jobs["job_id"].isin(details.loc[found, "job_id"])
         jobs = jobs[keep]
         notifications = activity.notifications

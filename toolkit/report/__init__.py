@@ -38,18 +38,16 @@ __all__ = [
 
 TITLE = "Delivery report"
 
-#: Element id -> chart of the Activity (given the timeline's bucket width and the top-N size).
-CHARTS = {
-    "chart-status-by-channel": lambda a, freq, top: charts.status_by_channel(a.execution_details),
-    "chart-status-timeline": lambda a, freq, top: charts.status_timeline(a.execution_details, freq),
-    "chart-failure-rate-by-provider": lambda a, freq, top: charts.failure_rate_by_provider(
-        a.jobs, freq
-    ),
-    "chart-failure-reasons": lambda a, freq, top: charts.failure_reasons(a.execution_details, top),
-    "chart-delivery-latency": lambda a, freq, top: charts.delivery_latency(a.execution_details),
-    "chart-delivery-funnel": lambda a, freq, top: charts.delivery_funnel(a),
-    "chart-status-by-provider": lambda a, freq, top: charts.status_by_provider(a.execution_details),
-}
+#: Element ids of the report's charts, in page order (see `_figures`).
+CHARTS = (
+    "chart-status-by-channel",
+    "chart-status-timeline",
+    "chart-failure-rate-by-provider",
+    "chart-failure-reasons",
+    "chart-delivery-latency",
+    "chart-delivery-funnel",
+    "chart-status-by-provider",
+)
 
 _LABELS = {
     "base_url": "Service",
@@ -98,10 +96,9 @@ def build_report(
     if secret:
         raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
     figures = headline(activity)
-    freq = _timeline_freq(activity.execution_details)
     rendered = [
-        {"id": element_id, "html": _figure_html(chart(activity, freq, top), element_id + "-plot")}
-        for element_id, chart in CHARTS.items()
+        {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
+        for element_id, figure in _figures(activity, top).items()
     ]
     failures = charts.top_failures(activity.execution_details, activity.notifications, top)
     rows = [
@@ -252,14 +249,29 @@ def _cards(figures: dict[str, Any]) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
-def _timeline_freq(details: pd.DataFrame) -> str:
-    """Hourly buckets up to 8 days of data, then 6-hourly up to a month, then daily."""
-    if details.empty:
-        return "1h"
-    span = details["created_at"].max() - details["created_at"].min()
-    if span <= pd.Timedelta(days=8):
-        return "1h"
-    return "6h" if span <= pd.Timedelta(days=31) else "1D"
+def _figures(activity, top: int) -> dict[str, Any]:
+    """The figures of `CHARTS`, by element id."""
+    details = activity.execution_details
+    freq, rate_freq = _buckets(details)
+    figures = (
+        charts.status_by_channel(details),
+        charts.status_timeline(details, freq),
+        charts.failure_rate_by_provider(activity.jobs, rate_freq),
+        charts.failure_reasons(details, top),
+        charts.delivery_latency(details),
+        charts.delivery_funnel(activity),
+        charts.status_by_provider(details),
+    )
+    return dict(zip(CHARTS, figures, strict=True))
+
+
+def _buckets(details: pd.DataFrame) -> tuple[str, str]:
+    """Bucket widths of the status timeline and of the (noisier) failure rates, by data span:
+    up to 2 days hourly for both; up to 8 days hourly and 6-hourly; then 6-hourly and daily."""
+    span = details["created_at"].max() - details["created_at"].min() if len(details) else None
+    if span is None or span <= pd.Timedelta(days=2):
+        return "1h", "1h"
+    return ("1h", "6h") if span <= pd.Timedelta(days=8) else ("6h", "1D")
 
 
 def _text(value: Any) -> str:

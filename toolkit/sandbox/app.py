@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
@@ -75,11 +75,13 @@ def create_app(store: Store, clock: Clock) -> FastAPI:
 
 
 def _idempotency_key(
-    idempotency_key: str | None = Header(
-        None,
-        alias="idempotency-key",
-        description="Honoured on POST and PATCH (at most 255 characters), ignored otherwise.",
-    ),
+    idempotency_key: Annotated[
+        str,
+        Header(
+            alias="idempotency-key",
+            description="Honoured on POST and PATCH (at most 255 characters), ignored otherwise.",
+        ),
+    ] = None,
 ) -> None:
     """Declares the header in the OpenAPI document; `IdempotentRoute` acts on it."""
 

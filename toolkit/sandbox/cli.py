@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import signal
 import sys
 import threading
@@ -18,8 +19,8 @@ def _non_negative(kind: type) -> Callable[[str], float]:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
         return value
 
     return parse

@@ -393,7 +393,10 @@ class FaultMiddleware:
         if plan.delay:
             await asyncio.sleep(plan.delay)
         if plan.action == "drop":
-            scope["extensions"][DROP_EXTENSION]()
+            drop = scope.get("extensions", {}).get(DROP_EXTENSION)
+            if drop is None:
+                raise RuntimeError("dropping connections needs uvicorn with DroppingH11Protocol")
+            drop()
             return
         if plan.action == "throttle":
             retry = {"Retry-After": str(plan.retry_after)}

@@ -26,6 +26,8 @@ from toolkit.sandbox.validation import ActivityPage, NotificationChannel, Severi
 RETENTION_GRACE = timedelta(minutes=10)
 #: Retention of a plan missing from ``RETENTION_DAYS``.
 DEFAULT_RETENTION_DAYS = 1
+#: How ``after``/``before`` are documented (the route parses them itself: a bad one is a 400).
+DATE_TIME = {"format": "date-time"}
 #: Larger skips answer an empty page (SQLite integers are 64-bit).
 MAX_OFFSET = 2**62
 
@@ -60,22 +62,98 @@ def _instant(name: str, value: str) -> datetime:
 
 
 class FeedQuery:
-    """The ``WHERE`` clause of one feed request, built filter by filter."""
+    """One feed request's SQL: the window, the filters, and the index that serves them best.
+
+    The page is chosen from index data (``rowid`` in feed order), then its documents are read:
+    rows outside the page are never loaded.
+    """
 
     def __init__(self, environment_id: str, start: str, end: str):
-        self.environment_id = environment_id
         self.conditions = ["environment_id = ?", "created_at >= ?", "created_at <= ?"]
         self.params: list[Any] = [environment_id, start, end]
+        self.index = "notifications_feed"
 
-    def add(self, condition: str, *params: Any) -> None:
+    def add(self, condition: str, *params: Any, index: str | None = None) -> None:
+        """Add a filter; ``index`` serves it better than a scan in feed order."""
         self.conditions.append(condition)
         self.params.extend(params)
+        if index is not None and INDEX_RANK[index] < INDEX_RANK[self.index]:
+            self.index = index
 
     def sql(self) -> str:
-        return (
-            "SELECT doc FROM notifications WHERE " + " AND ".join(self.conditions) +
-            " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        )  # fmt: skip
+        order = "ORDER BY created_at DESC, id DESC"
+        page = (
+            f"SELECT rowid FROM notifications INDEXED BY {self.index}"
+            f" WHERE {' AND '.join(self.conditions)} {order} LIMIT ? OFFSET ?"
+        )
+        return f"SELECT doc FROM notifications WHERE rowid IN ({page}) {order}"
+
+
+#: Indexes by selectivity of the filter they serve (most selective first).
+INDEX_RANK = {
+    "notifications_by_transaction": 0,
+    "notifications_by_subscriber": 1,
+    "notifications_by_template": 2,
+    "notifications_feed": 3,
+}
+
+
+def _in(values: list[str]) -> tuple[str, str]:
+    """``IN`` over a JSON array parameter (any number of values, one SQL variable)."""
+    return "IN (SELECT value FROM json_each(?))", json.dumps(sorted(set(values)))
+
+
+def _subscriber_ids(db: Any, environment_id: str, emails: list[str], ids: list[str]) -> list[str]:
+    """Internal ids of the subscribers with one of ``emails`` or of the external ``ids``."""
+    by_email, emails_json = _in(emails)
+    by_id, ids_json = _in(ids)
+    rows = db.execute(
+        f"SELECT id FROM subscribers WHERE environment_id = ? AND email {by_email} UNION"
+        f" SELECT id FROM subscribers WHERE environment_id = ? AND subscriber_id {by_id}",
+        (environment_id, emails_json, environment_id, ids_json),
+    )
+    return [row[0] for row in rows]
+
+
+def _filter(
+    query: FeedQuery,
+    environment_id: str,
+    *,
+    channels: list[str] | None,
+    templates: list[str] | None,
+    severity: list[str] | None,
+    transaction_id: str | None,
+    topic_key: str | None,
+    search: str | None,
+) -> None:
+    """Add the filters that need no lookup."""
+    if channels:
+        query.add("channel_mask & ? != 0", sum(CHANNEL_BITS[c] for c in set(channels)))
+    if templates:
+        sql, values = _in(templates)
+        query.add(f"template_id {sql}", values, index="notifications_by_template")
+    if severity:
+        sql, values = _in(severity)
+        none = " OR severity IS NULL" if "none" in severity else ""
+        query.add(f"(severity {sql}{none})", values)
+    if transaction_id is not None:
+        query.add("transaction_id = ?", transaction_id, index="notifications_by_transaction")
+    if topic_key is not None:
+        query.add(
+            "id IN (SELECT notification_id FROM notification_topics"
+            " WHERE environment_id = ? AND topic_key = ?)",
+            environment_id,
+            topic_key,
+        )
+    if search:  # deprecated: a transaction id, or part of an email or subscriberId
+        query.add(
+            "(transaction_id = ? OR subscriber_id IN (SELECT id FROM subscribers WHERE"
+            " environment_id = ? AND (instr(email, ?) > 0 OR instr(subscriber_id, ?) > 0)))",
+            search,
+            environment_id,
+            search,
+            search,
+        )
 
 
 def _page(docs: list[str], limit: int, page: int) -> str:
@@ -106,54 +184,28 @@ def register(router: APIRouter, service: Service) -> None:
         limit: Annotated[int, Query(ge=1, le=50)] = 10,
         transactionId: str = None,
         topicKey: str = None,
-        after: str = None,
-        before: str = None,
+        after: Annotated[str, Query(json_schema_extra=DATE_TIME)] = None,
+        before: Annotated[str, Query(json_schema_extra=DATE_TIME)] = None,
     ):
         start, end = window(tenant, service.now(), after, before)
         query = FeedQuery(tenant.environment_id, start, end)
-        if channels:
-            query.add("channel_mask & ? != 0", sum(CHANNEL_BITS[c] for c in set(channels)))
-        if templates:
-            query.add("template_id IN (SELECT value FROM json_each(?))", json.dumps(templates))
-        if severity:
-            none = " OR severity IS NULL" if "none" in severity else ""
-            query.add(
-                f"(severity IN (SELECT value FROM json_each(?)){none})",
-                json.dumps(sorted(set(severity))),
-            )
-        if transactionId is not None:
-            query.add("transaction_id = ?", transactionId)
-        if topicKey is not None:
-            query.add(
-                "id IN (SELECT notification_id FROM notification_topics"
-                " WHERE environment_id = ? AND topic_key = ?)",
-                tenant.environment_id,
-                topicKey,
-            )
-        if search:
-            query.add(
-                "(transaction_id = ? OR subscriber_id IN (SELECT id FROM subscribers"
-                " WHERE environment_id = ? AND (instr(email, ?) > 0 OR instr(subscriber_id, ?) > 0)))",
-                search,
-                tenant.environment_id,
-                search,
-                search,
-            )
+        _filter(
+            query,
+            tenant.environment_id,
+            channels=channels,
+            templates=templates,
+            severity=severity,
+            transaction_id=transactionId,
+            topic_key=topicKey,
+            search=search,
+        )
         with service.store.read() as db:
             if emails or subscriberIds:
-                ids = [
-                    row[0]
-                    for row in db.execute(
-                        "SELECT id FROM subscribers WHERE environment_id = ? AND"
-                        " (email IN (SELECT value FROM json_each(?))"
-                        " OR subscriber_id IN (SELECT value FROM json_each(?)))",
-                        (tenant.environment_id, json.dumps(emails or []),
-                         json.dumps(subscriberIds or [])),
-                    )
-                ]  # fmt: skip
+                ids = _subscriber_ids(db, tenant.environment_id, emails or [], subscriberIds or [])
                 if not ids:
                     return raw_json_response(_page([], limit, 0))
-                query.add("subscriber_id IN (SELECT value FROM json_each(?))", json.dumps(ids))
+                sql, values = _in(ids)
+                query.add(f"subscriber_id {sql}", values, index="notifications_by_subscriber")
             offset = min(page * limit, MAX_OFFSET)
             docs = [row[0] for row in db.execute(query.sql(), (*query.params, limit, offset))]
         return raw_json_response(_page(docs, limit, page))

@@ -347,9 +347,7 @@ def register(router: APIRouter, service: Service) -> None:
         before: str = None,
         limit: Annotated[int, Query(ge=1, le=100)] = DEFAULT_LIMIT,
         orderDirection: OrderDirection = "DESC",
-        orderBy: Annotated[
-            str, Query(description="Accepted and ignored: always `_id`.")
-        ] = None,
+        orderBy: Annotated[str, Query(description="Accepted and ignored: always `_id`.")] = None,
         includeCursor: bool = False,
         key: str = None,
     ):

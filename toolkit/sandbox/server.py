@@ -66,6 +66,8 @@ class Sandbox:
         Fault injection and the rate limiter, off until set.
     traffic : LiveTraffic or None
         The live traffic generator while one runs.
+    seed : int
+        The seed of the data (a reused database file keeps its own).
     """
 
     def __init__(self, store: Store, clock: Clock, tenancy: dict[str, Any], seed: int):

@@ -13,7 +13,7 @@ import re
 from typing import Annotated, Any, Literal
 from zoneinfo import available_timezones
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 from pydantic_core import PydanticCustomError
 
 # --------------------------------------------------------------------------------------------
@@ -92,26 +92,40 @@ def _free_object(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _email(value: str | None) -> str | None:
-    if value is not None and not _EMAIL.fullmatch(value):
+def _email(value: str) -> str:
+    if not _EMAIL.fullmatch(value):
         raise _invalid("must be an email")
     return value
 
 
-def _timezone(value: str | None) -> str | None:
-    if value is not None and value not in _ZONES:
+def _timezone(value: str) -> str:
+    if value not in _ZONES:
         raise _invalid("must be a valid IANA time zone")
     return value
 
 
-def _locale(value: str | None) -> str | None:
-    if value is not None and not _LOCALE.fullmatch(value):
+def _locale(value: str) -> str:
+    if not _LOCALE.fullmatch(value):
         raise _invalid("must be a locale")
     return value
 
 
 Text = Annotated[str, AfterValidator(_storable)]
 FreeObject = Annotated[dict[str, Any], AfterValidator(_free_object)]
+# Checked by the validators above (their messages name the field); the schemas document them.
+Email = Annotated[
+    Text, AfterValidator(_email), WithJsonSchema({"type": "string", "format": "email"})
+]
+TimeZone = Annotated[
+    Text,
+    AfterValidator(_timezone),
+    WithJsonSchema({"type": "string", "description": "An IANA time zone, e.g. Europe/Berlin"}),
+]
+Locale = Annotated[
+    Text,
+    AfterValidator(_locale),
+    WithJsonSchema({"type": "string", "pattern": f"^{_LOCALE.pattern}$"}),
+]
 
 # --------------------------------------------------------------------------------------------
 # Shared by requests and responses
@@ -221,11 +235,11 @@ class SubscriberUpdate(_Body):
 
     firstName: Text | None = None
     lastName: Text | None = None
-    email: Annotated[Text | None, AfterValidator(_email)] = None
+    email: Email | None = None
     phone: Text | None = None
     avatar: Text | None = None
-    timezone: Annotated[Text | None, AfterValidator(_timezone)] = None
-    locale: Annotated[Text | None, AfterValidator(_locale)] = None
+    timezone: TimeZone | None = None
+    locale: Locale | None = None
     data: FreeObject | None = None
 
 
