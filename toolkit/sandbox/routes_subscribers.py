@@ -114,6 +114,8 @@ class CursorQuery:
 
 @dataclass
 class Cursors:
+    """The paging parameters of a request."""
+
     limit: int
     direction: str
     after: str | None
@@ -121,49 +123,68 @@ class Cursors:
     include_cursor: bool
 
 
-def cursor_page(db: sqlite3.Connection, query: CursorQuery, cursors: Cursors) -> dict[str, Any]:
-    """One page of a cursor list: ``rows`` (sqlite rows) and the envelope fields.
+@dataclass
+class Page:
+    rows: list[sqlite3.Row]
+    next: str | None
+    previous: str | None
+    total: int
+
+    def envelope(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """The paged list envelope around ``items`` (the rows as documents)."""
+        return {
+            "data": items,
+            "next": self.next,
+            "previous": self.previous,
+            "totalCount": min(self.total, TOTAL_COUNT_CAP),
+            "totalCountCapped": self.total > TOTAL_COUNT_CAP,
+        }
+
+
+def cursor_page(db: sqlite3.Connection, query: CursorQuery, cursors: Cursors) -> Page:
+    """One page of a cursor list.
 
     ``after`` walks in the list's order, ``before`` against it (the page keeps the list's
-    order); ``next``/``previous`` name the last/first row when rows follow/precede it.
+    order); ``next``/``previous`` name the last/first row when rows follow/precede it. A cursor
+    naming no item of the scope gives an empty page.
     """
     total = _count(db, query)
-    page = {"rows": [], "next": None, "previous": None, "totalCount": min(total, TOTAL_COUNT_CAP),
-            "totalCountCapped": total > TOTAL_COUNT_CAP}  # fmt: skip
     descending = cursors.direction == "DESC"
     forward = cursors.before is None
     cursor = cursors.after if forward else cursors.before
-    extra: list[tuple[str, Sequence[Any]]] = []
+    towards_smaller = descending == forward
+    extra = []
     if cursor is not None:
-        scope_sql = " AND ".join(sql for sql, _ in query.scope)
-        scope_params = [p for _, ps in query.scope for p in ps]
-        found = db.execute(
-            f"SELECT {query.sort} FROM {query.source} WHERE {scope_sql} AND {query.id} = ?",
-            (*scope_params, cursor),
-        ).fetchone()
-        if found is None:
-            return page
-        towards_end = descending == forward  # walking towards smaller keys
-        op = ("<" if towards_end else ">") + ("=" if cursors.include_cursor else "")
-        extra.append(query.beyond(op, found[0], cursor))
-    rows = _rows(db, query, extra, descending == forward, cursors.limit + 1)
+        key = _sort_key(db, query, cursor)
+        if key is None:
+            return Page([], None, None, total)
+        op = ("<" if towards_smaller else ">") + ("=" if cursors.include_cursor else "")
+        extra.append(query.beyond(op, key[0], cursor))
+    rows = _rows(db, query, extra, towards_smaller, cursors.limit + 1)
     more = len(rows) > cursors.limit
     rows = rows[: cursors.limit]
     if not forward:
         rows.reverse()
     if not rows:
-        return page
-    first, last = rows[0], rows[-1]
-    follows = more if forward else _exists(db, query, descending, last)
-    precedes = (not forward and more) or (
-        forward and cursor is not None and _exists(db, query, not descending, first)
+        return Page([], None, None, total)
+    if forward:
+        follows = more
+        precedes = cursor is not None and _exists(db, query, not descending, rows[0])
+    else:
+        follows, precedes = _exists(db, query, descending, rows[-1]), more
+    return Page(
+        rows,
+        next=rows[-1]["_cursor"] if follows else None,
+        previous=rows[0]["_cursor"] if precedes else None,
+        total=total,
     )
-    page.update(
-        rows=rows,
-        next=last["_cursor"] if follows else None,
-        previous=first["_cursor"] if precedes else None,
-    )
-    return page
+
+
+def _sort_key(db: sqlite3.Connection, query: CursorQuery, cursor: str) -> sqlite3.Row | None:
+    """The sort value of the cursor item, if the cursor names an item of the scope."""
+    where = " AND ".join([*(sql for sql, _ in query.scope), f"{query.id} = ?"])
+    params = [*(p for _, ps in query.scope for p in ps), cursor]
+    return db.execute(f"SELECT {query.sort} FROM {query.source} WHERE {where}", params).fetchone()
 
 
 def _rows(
@@ -175,11 +196,11 @@ def _rows(
 ) -> list[sqlite3.Row]:
     where, params = query.where(*extra)
     order = "DESC" if descending else "ASC"
-    sort = f"{query.sort} {order}, {query.id} {order}" if query.sort != query.id else ""
-    sort = sort or f"{query.id} {order}"
+    keys = dict.fromkeys([query.sort, query.id])
     sql = (
         f"SELECT {query.columns}, {query.sort} AS _key, {query.id} AS _cursor"
-        f" FROM {query.source} WHERE {where} ORDER BY {sort} LIMIT ?"
+        f" FROM {query.source} WHERE {where}"
+        f" ORDER BY {', '.join(f'{k} {order}' for k in keys)} LIMIT ?"
     )
     return db.execute(sql, (*params, limit)).fetchall()
 
@@ -192,6 +213,7 @@ def _exists(db: sqlite3.Connection, query: CursorQuery, smaller: bool, row: sqli
 
 
 def _count(db: sqlite3.Connection, query: CursorQuery) -> int:
+    """Matches of the filters, counted up to one beyond the cap."""
     where, params = query.where()
     sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {query.source} WHERE {where} LIMIT ?)"
     return db.execute(sql, (*params, TOTAL_COUNT_CAP + 1)).fetchone()[0]
@@ -203,16 +225,6 @@ def _cursors(
     if after is not None and before is not None:
         raise invalid("before", "after and before cannot be used together", before)
     return Cursors(limit, direction, after, before, include)
-
-
-def _envelope(page: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "data": items,
-        "next": page["next"],
-        "previous": page["previous"],
-        "totalCount": page["totalCount"],
-        "totalCountCapped": page["totalCountCapped"],
-    }
 
 
 def _subscription_doc(row: sqlite3.Row) -> dict[str, Any]:
@@ -331,7 +343,7 @@ def register(router: APIRouter, service: Service) -> None:
         )
         with service.store.read() as db:
             page = cursor_page(db, query, cursors)
-        return json_response(_envelope(page, [subscriber_doc(row) for row in page["rows"]]))
+        return json_response(page.envelope([subscriber_doc(row) for row in page.rows]))
 
     @router.get(
         "/v2/subscribers/{subscriberId}/subscriptions",
@@ -369,7 +381,7 @@ def register(router: APIRouter, service: Service) -> None:
                 filters=[] if key is None else [("t.key = ?", (key,))],
             )
             page = cursor_page(db, query, cursors)
-        return json_response(_envelope(page, [_subscription_doc(row) for row in page["rows"]]))
+        return json_response(page.envelope([_subscription_doc(row) for row in page.rows]))
 
 
 def _search_filters(
