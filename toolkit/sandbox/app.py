@@ -12,6 +12,18 @@ sandbox where both are silent:
   status below 500 are stored and replayed (a deterministic 4xx replays as well); a 5xx frees the
   key so that the retry runs again. A different fingerprint answers 422 (also when the first
   request is still running); a running one 409 with ``Retry-After: 1``. An empty key is no key.
+- Cursor lists: ``after`` with ``before`` is a 422 (field ``before``); the search's ``limit`` is
+  at most 100 and ``orderBy`` one of ``_id``, ``createdAt``, ``updatedAt``; empty search filters
+  are ignored. A cursor must name an item of the list's scope (its filters aside).
+- Update credentials: more than 100 ``deviceTokens`` (as sent) is a 400; an
+  ``integrationIdentifier`` must name a live integration of the same ``providerId``.
+- Create integration: ``providerId`` is any non-empty string; ``_environmentId`` any string (the
+  spec's uuid format is not checked: environment ids are object ids), another environment's 403;
+  identifiers are unique among the environment's integrations that are not deleted; ``primary``
+  when active, email or sms, and no other active one of the channel remains. ``deletedBy`` is a
+  stable pseudo user id per environment (the API key has no user).
+- Activity feed: ``emails`` and ``subscriberIds`` select the union of their subscribers; a window
+  may start up to 10 minutes before the retention limit (see ``routes_activity``).
 """
 
 from __future__ import annotations
