@@ -380,12 +380,12 @@ def test_live_traffic_from_the_handle_adds_notifications_to_the_feed():
 
 def test_live_traffic_through_the_admin_route():
     with start(seed=4, **SMALL) as sandbox:
+        production = sandbox.api_keys["Acme/Production"]
+        before = {n["_id"] for n in feed(sandbox, production, limit=50).json()["data"]}
         response = admin(sandbox, "traffic", {"rate": 20, "environment": "Acme/Production"})
         assert response.status_code == 200
         assert response.json()["environment"] == "Acme/Production"
         assert response.json()["running"]
-        production = sandbox.api_keys["Acme/Production"]
-        before = {n["_id"] for n in feed(sandbox, production, limit=50).json()["data"]}
         wait_for(lambda: admin(sandbox, "state").json()["traffic"]["count"] >= 3)
         latest = {n["_id"] for n in feed(sandbox, production, limit=50).json()["data"]}
         assert latest - before

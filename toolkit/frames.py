@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import compress, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -60,6 +61,7 @@ __all__ = [
 ]
 
 _CHANNELS = frozenset(schemas.CHANNELS)
+_UNKNOWN = -2
 _IN_FLIGHT = frozenset({"pending", "queued", "running", "delayed"})
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
 _OUTCOME_ORDER = (
@@ -217,20 +219,40 @@ def activity_frames(
 
     One pass over the records fills the columns of `schemas.NOTIFICATIONS`, `schemas.JOBS`
     and `schemas.EXECUTION_DETAILS`; the derived columns are described in the module docstring.
+    A child's keys (``notification_id``, ``job_id``, ...) are its parent's, repeated.
     """
-    tables = _Table(schemas.NOTIFICATIONS), _Table(schemas.JOBS), _Table(schemas.EXECUTION_DETAILS)
-    add_notification = _notification_adder(tables[0], _job_adder(*tables[1:]))
+    notifications = _Table(schemas.NOTIFICATIONS)
+    jobs = _Table(schemas.JOBS, _INHERITED_BY_JOBS)
+    details = _Table(schemas.EXECUTION_DETAILS, _INHERITED_BY_DETAILS)
+    add_notification = _notification_adder(notifications, _job_adder(jobs, details))
     for record in records:
         add_notification(record)
-    notifications, jobs, details = (table.frame(provenance) for table in tables)
-    elapsed = jobs["last_execution_at"] - jobs["first_execution_at"]
-    jobs["duration_s"] = elapsed.dt.total_seconds().astype("float64")
-    return Activity(notifications, jobs, details)
+    del add_notification  # it holds the column lists, freed as their arrays are built
+
+    notifications = notifications.frame(provenance)
+    per_notification = notifications["job_count"].to_numpy("int64")
+    notification_ids = notifications["notification_id"].array.repeat(per_notification)
+    per_job = jobs.array("execution_count").to_numpy("int64")
+    inherited = {
+        "job_id": jobs.array("job_id").repeat(per_job),
+        "notification_id": notification_ids.repeat(per_job),
+        "channel": jobs.array("type").repeat(per_job),
+    }
+    details = details.frame(provenance, inherited)
+    first, last = _first_and_last(details["created_at"].array, per_job)
+    inherited = {
+        "notification_id": notification_ids,
+        "subscriber_id": notifications["subscriber_id"].array.repeat(per_notification),
+        "first_execution_at": first,
+        "last_execution_at": last,
+        "duration_s": (last - first).total_seconds(),
+    }
+    return Activity(notifications, jobs.frame(provenance, inherited), details)
 
 
 def empty_frame(spec: Sequence[Column]) -> pd.DataFrame:
     """A zero-row frame with every column of ``spec`` and its dtype."""
-    return _frame(spec, [[] for _ in spec], None)
+    return _Table(spec).frame(None)
 
 
 @lru_cache(maxsize=4096)
@@ -277,10 +299,8 @@ def _notification_adder(table: _Table, add_job: Callable[..., str | None]) -> Ca
         subscriber = record.get("subscriber") or {}
         template = record.get("template") or {}
         triggers = template.get("triggers") or [{}]
-        notification_id = record.get("_id")
-        subscriber_id = subscriber.get("subscriberId")
-        finals = [add_job(job, notification_id, subscriber_id) for job in record.get("jobs") or ()]
-        add_notification_id(notification_id)
+        finals = [add_job(job) for job in record.get("jobs") or ()]
+        add_notification_id(record.get("_id"))
         add_created_at(record.get("createdAt"))
         add_updated_at(record.get("updatedAt"))
         add_transaction_id(record.get("transactionId"))
@@ -289,7 +309,7 @@ def _notification_adder(table: _Table, add_job: Callable[..., str | None]) -> Ca
         add_workflow_identifier(triggers[0].get("identifier"))
         add_template_origin(template.get("origin"))
         add_subscriber_internal_id(record.get("_subscriberId") or subscriber.get("_id"))
-        add_subscriber_id(subscriber_id)
+        add_subscriber_id(subscriber.get("subscriberId"))
         add_subscriber_email(subscriber.get("email"))
         add_subscriber_first_name(subscriber.get("firstName"))
         add_subscriber_last_name(subscriber.get("lastName"))
@@ -310,19 +330,18 @@ def _notification_adder(table: _Table, add_job: Callable[..., str | None]) -> Ca
     return add
 
 
-def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
+def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str]:
     """A function adding one ActivityJob and its execution details; it returns the job's final
     status."""
-    (add_job_id, add_notification_id, add_type, add_status, add_final_status, add_step_id,
-     add_step_name, add_provider_id, add_digest_type, add_updated_at, add_first_execution_at,
-     add_last_execution_at, add_duration_s, add_execution_count, add_failed_count,
-     add_retry_count, add_error_text, add_error_code, add_subscriber_id) = jobs.appenders  # fmt: skip
-    (add_detail_id, add_detail_job_id, add_detail_notification_id, add_created_at,
-     add_detail_status, add_source, add_detail, add_detail_provider_id, add_is_retry, add_is_test,
-     add_raw, add_detail_error_text, add_detail_error_code, add_channel) = details.appenders  # fmt: skip
+    (add_job_id, add_type, add_status, add_final_status, add_step_id, add_step_name,
+     add_provider_id, add_digest_type, add_updated_at, add_execution_count, add_failed_count,
+     add_retry_count, add_error_text, add_error_code) = jobs.appenders  # fmt: skip
+    (add_detail_id, add_created_at, add_detail_status, add_source, add_detail,
+     add_detail_provider_id, add_is_retry, add_is_test, add_raw, add_detail_error_text,
+     add_detail_error_code) = details.appenders  # fmt: skip
 
-    def add(job: Mapping[str, Any], notification_id: str, subscriber_id: str) -> str | None:
-        job_id, job_type, provider = job.get("_id"), job.get("type"), job.get("providerId")
+    def add(job: Mapping[str, Any]) -> str:
+        provider = job.get("providerId")
         executions = job.get("executionDetails") or ()
         failed = retries = 0
         error_text = code = None
@@ -333,8 +352,6 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
             is_retry = detail.get("isRetry")
             retries += is_retry is True
             add_detail_id(detail.get("_id"))
-            add_detail_job_id(job_id)
-            add_detail_notification_id(notification_id)
             add_created_at(detail.get("createdAt"))
             add_detail_status(status)
             add_source(detail.get("source"))
@@ -343,7 +360,6 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
             add_is_retry(is_retry)
             add_is_test(detail.get("isTest"))
             add_raw(raw)
-            add_channel(job_type)
             if status == "Failed":
                 failed += 1
                 error_text, code = text, error_code(raw)
@@ -352,12 +368,10 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
             else:
                 add_detail_error_text(None)
                 add_detail_error_code(None)
-        last = executions[-1] if executions else None
-        final = _final_status(job.get("status"), job_type, last)
+        final = _final_status(job.get("status"), job.get("type"), executions)
         step, digest = job.get("step") or {}, job.get("digest") or {}
-        add_job_id(job_id)
-        add_notification_id(notification_id)
-        add_type(job_type)
+        add_job_id(job.get("_id"))
+        add_type(job.get("type"))
         add_status(job.get("status"))
         add_final_status(final)
         add_step_id(step.get("_id"))
@@ -365,26 +379,23 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str | None]:
         add_provider_id(provider)
         add_digest_type(digest.get("type"))
         add_updated_at(job.get("updatedAt"))
-        add_first_execution_at(executions[0].get("createdAt") if executions else None)
-        add_last_execution_at(last.get("createdAt") if last else None)
-        add_duration_s(None)  # computed on the whole column
         add_execution_count(len(executions))
         add_failed_count(failed)
         add_retry_count(retries)
         add_error_text(error_text)
         add_error_code(code)
-        add_subscriber_id(subscriber_id)
         return final
 
     return add
 
 
-def _final_status(status: str | None, job_type: str | None, last: Mapping | None) -> str | None:
+def _final_status(status: str | None, job_type: str | None, executions: Sequence[Mapping]) -> str:
     """A job's final status (rules in the module docstring)."""
     if status is None:
         status = "pending"
-    if last is None or status in _IN_FLIGHT:
+    if not executions or status in _IN_FLIGHT:
         return status
+    last = executions[-1]
     outcome = last.get("status")
     if outcome == "Failed":
         return "failed"
@@ -468,34 +479,61 @@ def _code_text(value: Any, one_word: bool) -> str | None:
 
 
 class _Table:
-    """The columns of one frame as lists, in spec order; ``appenders`` are their ``append``."""
+    """The columns of one frame, as lists filled row by row, then as arrays of their dtypes.
 
-    def __init__(self, spec: Sequence[Column]):
+    ``appenders`` are the lists' ``append`` methods in spec order, leaving out the ``derived``
+    columns, which are given whole to `frame`.
+    """
+
+    def __init__(self, spec: Sequence[Column], derived: Iterable[str] = ()):
         self.spec = spec
-        self.columns: list[list[Any]] = [[] for _ in spec]
-        self.appenders = tuple(column.append for column in self.columns)
+        derived = set(derived)
+        self.lists = {column.name: [] for column in spec if column.name not in derived}
+        self.appenders = tuple(values.append for values in self.lists.values())
+        self.arrays: dict[str, Any] = {}
 
     def add(self, row: Sequence[Any]) -> None:
-        """Add one row given as its values in spec order."""
+        """Add one row, given as its values in spec order."""
         for append, value in zip(self.appenders, row, strict=True):
             append(value)
 
-    def frame(self, provenance: Mapping[str, Any] | None) -> pd.DataFrame:
-        columns, self.columns, self.appenders = self.columns, [], ()
-        return _frame(self.spec, columns, provenance)
+    def array(self, name: str) -> Any:
+        """The column ``name`` as an array of its dtype (its list is dropped)."""
+        if name not in self.arrays:
+            column = next(column for column in self.spec if column.name == name)
+            self.arrays[name] = _array(self.lists.pop(name), column)
+        return self.arrays[name]
+
+    def frame(
+        self, provenance: Mapping[str, Any] | None, derived: Mapping[str, Any] | None = None
+    ) -> pd.DataFrame:
+        """The frame, the ``derived`` columns given as arrays; provenance as its ``attrs``."""
+        self.appenders = ()
+        self.arrays.update(derived or {})
+        data = {column.name: self.array(column.name) for column in self.spec}
+        self.arrays = {}
+        frame = pd.DataFrame(data, copy=False)
+        frame.attrs = dict(provenance or {})
+        return frame
 
 
-def _frame(
-    spec: Sequence[Column], columns: list[list[Any]], provenance: Mapping[str, Any] | None
-) -> pd.DataFrame:
-    """A frame of ``columns`` (consumed: each list is dropped once its column is built)."""
-    data = {}
-    for index, column in enumerate(spec):
-        data[column.name] = _array(columns[index], column)
-        columns[index] = []
-    frame = pd.DataFrame(data, copy=False)
-    frame.attrs = dict(provenance or {})
-    return frame
+_INHERITED_BY_JOBS = (
+    "notification_id",
+    "subscriber_id",
+    "first_execution_at",
+    "last_execution_at",
+    "duration_s",
+)
+_INHERITED_BY_DETAILS = ("job_id", "notification_id", "channel")
+
+
+def _first_and_last(times: Any, counts: np.ndarray) -> tuple[Any, Any]:
+    """The first and last of each run of ``counts`` consecutive ``times`` (NaT for no run)."""
+    ends = np.cumsum(counts)
+    some = counts > 0
+    first = times.take(np.where(some, ends - counts, -1), allow_fill=True)
+    last = times.take(np.where(some, ends - 1, -1), allow_fill=True)
+    return first, last
 
 
 def _array(values: list[Any], column: Column) -> Any:
@@ -515,9 +553,20 @@ def _array(values: list[Any], column: Column) -> Any:
 
 def _categorical(values: list[Any], known: tuple[str, ...]) -> pd.Categorical:
     """Known categories first, then the unknown values found (as text, sorted)."""
-    unknown = set(values).difference(known)
-    unknown.discard(None)
-    if any(not isinstance(value, str) for value in unknown):
+    codes = _codes(values, known)
+    unknown = codes == _UNKNOWN
+    if not unknown.any():
+        return pd.Categorical.from_codes(codes, categories=known)
+    found = {str(value) for value in compress(values, unknown)}
+    categories = [*known, *sorted(found.difference(known))]
+    return pd.Categorical.from_codes(_codes(values, categories, text=True), categories=categories)
+
+
+def _codes(values: list[Any], categories: Sequence[str], *, text: bool = False) -> np.ndarray:
+    """Each value's position in ``categories`` (-1 for None, `_UNKNOWN` if not there)."""
+    position: dict[Any, int] = {label: code for code, label in enumerate(categories)}
+    position[None] = -1
+    if text:
         values = [value if value is None else str(value) for value in values]
-        unknown = {str(value) for value in unknown}.difference(known)
-    return pd.Categorical(values, categories=[*known, *sorted(unknown)])
+    found = map(position.get, values, repeat(_UNKNOWN))
+    return np.fromiter(found, dtype=np.int32, count=len(values))
