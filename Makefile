@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install report sandbox test lint bench clean
+.PHONY: install report sandbox test notebooks lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,9 +27,14 @@ sandbox: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax tests notebooks
 
+## Re-execute the notebooks in place (after changing what they show), then check them.
+notebooks: $(STAMP)
+	$(BIN)/python tools/execute_notebooks.py
+	$(BIN)/python -m pytest --nbval-lax notebooks
+
 lint: $(STAMP)
-	$(BIN)/ruff check toolkit tests benchmarks
-	$(BIN)/ruff format --check toolkit tests benchmarks
+	$(BIN)/ruff check toolkit tests benchmarks tools
+	$(BIN)/ruff format --check toolkit tests benchmarks tools
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done

@@ -175,7 +175,7 @@ class Transport:
         api_key: str,
         *,
         timeout: float = 30.0,
-        max_retries: int = 5,
+        max_retries: int = 10,
         max_wait: float = 60.0,
         sleep: Callable[[float], Any] = time.sleep,
         rng: random.Random | None = None,

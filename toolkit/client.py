@@ -56,7 +56,7 @@ def connect(
     sandbox: Any = None,
     environment: str | None = None,
     timeout: float = 30.0,
-    max_retries: int = 5,
+    max_retries: int = 10,
     max_wait: float = 60.0,
     sleep: Callable[[float], Any] = time.sleep,
     rng: random.Random | None = None,

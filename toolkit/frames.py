@@ -222,8 +222,8 @@ def activity_frames(
     A child's keys (``notification_id``, ``job_id``, ...) are its parent's, repeated.
     """
     notifications = _Table(schemas.NOTIFICATIONS)
-    jobs = _Table(schemas.JOBS, _INHERITED_BY_JOBS)
-    details = _Table(schemas.EXECUTION_DETAILS, _INHERITED_BY_DETAILS)
+    jobs = _Table(schemas.JOBS, _GIVEN_JOB_COLUMNS)
+    details = _Table(schemas.EXECUTION_DETAILS, _GIVEN_DETAIL_COLUMNS)
     add_notification = _notification_adder(notifications, _job_adder(jobs, details))
     for record in records:
         add_notification(record)
@@ -233,21 +233,21 @@ def activity_frames(
     per_notification = notifications["job_count"].to_numpy("int64")
     notification_ids = notifications["notification_id"].array.repeat(per_notification)
     per_job = jobs.array("execution_count").to_numpy("int64")
-    inherited = {
+    given = {
         "job_id": jobs.array("job_id").repeat(per_job),
         "notification_id": notification_ids.repeat(per_job),
         "channel": jobs.array("type").repeat(per_job),
     }
-    details = details.frame(provenance, inherited)
+    details = details.frame(provenance, given)
     first, last = _first_and_last(details["created_at"].array, per_job)
-    inherited = {
+    given = {
         "notification_id": notification_ids,
         "subscriber_id": notifications["subscriber_id"].array.repeat(per_notification),
         "first_execution_at": first,
         "last_execution_at": last,
         "duration_s": (last - first).total_seconds(),
     }
-    return Activity(notifications, jobs.frame(provenance, inherited), details)
+    return Activity(notifications, jobs.frame(provenance, given), details)
 
 
 def empty_frame(spec: Sequence[Column]) -> pd.DataFrame:
@@ -286,7 +286,7 @@ def error_code(raw: str | None) -> str | None:
 # The adders append straight to the column lists (no per-row objects: this is the hot loop).
 
 
-def _notification_adder(table: _Table, add_job: Callable[..., str | None]) -> Callable:
+def _notification_adder(table: _Table, add_job: Callable[..., str]) -> Callable[..., None]:
     """A function adding one ActivityNotification, its jobs and their execution details."""
     (add_notification_id, add_created_at, add_updated_at, add_transaction_id, add_template_id,
      add_workflow_name, add_workflow_identifier, add_template_origin, add_subscriber_internal_id,
@@ -408,7 +408,7 @@ def _final_status(status: str | None, job_type: str | None, executions: Sequence
     return _COMPLETED_BY_DETAIL.get(outcome, "completed")
 
 
-def _overall_status(finals: list[str | None]) -> str | None:
+def _overall_status(finals: list[str]) -> str:
     """A notification's status from its jobs' final statuses (rules in the module docstring)."""
     if "failed" in finals:
         return "failed"
@@ -481,14 +481,14 @@ def _code_text(value: Any, one_word: bool) -> str | None:
 class _Table:
     """The columns of one frame, as lists filled row by row, then as arrays of their dtypes.
 
-    ``appenders`` are the lists' ``append`` methods in spec order, leaving out the ``derived``
-    columns, which are given whole to `frame`.
+    ``appenders`` are the lists' ``append`` methods in spec order, leaving out the ``given``
+    columns, which are passed whole to `frame`.
     """
 
-    def __init__(self, spec: Sequence[Column], derived: Iterable[str] = ()):
+    def __init__(self, spec: Sequence[Column], given: Iterable[str] = ()):
         self.spec = spec
-        derived = set(derived)
-        self.lists = {column.name: [] for column in spec if column.name not in derived}
+        given = set(given)
+        self.lists = {column.name: [] for column in spec if column.name not in given}
         self.appenders = tuple(values.append for values in self.lists.values())
         self.arrays: dict[str, Any] = {}
 
@@ -505,11 +505,11 @@ class _Table:
         return self.arrays[name]
 
     def frame(
-        self, provenance: Mapping[str, Any] | None, derived: Mapping[str, Any] | None = None
+        self, provenance: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
     ) -> pd.DataFrame:
-        """The frame, the ``derived`` columns given as arrays; provenance as its ``attrs``."""
+        """The frame, with the ``given`` columns' arrays and the provenance as ``attrs``."""
         self.appenders = ()
-        self.arrays.update(derived or {})
+        self.arrays.update(given or {})
         data = {column.name: self.array(column.name) for column in self.spec}
         self.arrays = {}
         frame = pd.DataFrame(data, copy=False)
@@ -517,14 +517,15 @@ class _Table:
         return frame
 
 
-_INHERITED_BY_JOBS = (
+#: Columns built whole (parent keys repeated, times from the details), not row by row.
+_GIVEN_JOB_COLUMNS = (
     "notification_id",
     "subscriber_id",
     "first_execution_at",
     "last_execution_at",
     "duration_s",
 )
-_INHERITED_BY_DETAILS = ("job_id", "notification_id", "channel")
+_GIVEN_DETAIL_COLUMNS = ("job_id", "notification_id", "channel")
 
 
 def _first_and_last(times: Any, counts: np.ndarray) -> tuple[Any, Any]:

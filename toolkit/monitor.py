@@ -21,6 +21,7 @@ import pandas as pd
 from toolkit import charts
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity, activity_frames
+from toolkit.panels import show_figures
 from toolkit.read import read_activity
 from toolkit.timeutil import parse_time, to_iso
 
@@ -172,10 +173,7 @@ class Monitor:
         )
         if new.notifications.empty and self.polls > 1:
             return
-        figures = [chart(self.activity) for chart in self.charts]
-        self.plots.outputs = ()
-        for figure in figures:
-            self.plots.append_display_data(figure)
+        show_figures(self.plots, [chart(self.activity) for chart in self.charts])
 
 
 def _drop_known(activity: Activity, known: pd.Series) -> Activity:

@@ -436,15 +436,29 @@ class Explorer:
         self.status.value = _describe(data)
         self.table.outputs = ()
         self.table.append_display_data(_table(data, self.rows))
-        self.plots.outputs = ()
-        for figure in figures:
-            self.plots.append_display_data(figure)
+        show_figures(self.plots, figures)
 
     def _repr_mimebundle_(self, **kwargs: Any):
         return self.widget._repr_mimebundle_(**kwargs)
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+
+def show_figures(output: widgets.Output, figures: Iterable[Any]) -> None:
+    """Make ``output`` show ``figures`` (and only them), drawn by plotly's default renderer.
+
+    The figures' MIME bundles are written into the widget directly: displaying a plotly figure
+    the usual way would draw it in whichever cell happens to be running, not in ``output``.
+    """
+    output.outputs = tuple(
+        {
+            "output_type": "display_data",
+            "data": figure._repr_mimebundle_() or {"text/plain": charts.summarize(figure)},
+            "metadata": {},
+        }
+        for figure in figures
+    )
 
 
 def _normalize(value: Any, names: Iterable[str]) -> None:

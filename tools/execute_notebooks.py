@@ -1,10 +1,10 @@
 """The notebooks are tests: ``pytest --nbval-lax notebooks/`` runs each one top to bottom in a fresh
 kernel and compares the outputs of the cells marked ``# NBVAL_CHECK_OUTPUT``.
 
-This file defines no fixtures or hooks. Run as a script, it refreshes the stored outputs:
+This script refreshes the stored outputs (``make notebooks`` runs it on all of them):
 
-    .venv/bin/python notebooks/conftest.py                    # all notebooks
-    .venv/bin/python notebooks/conftest.py notebooks/02_*.ipynb
+    .venv/bin/python tools/execute_notebooks.py                    # all notebooks
+    .venv/bin/python tools/execute_notebooks.py notebooks/02_*.ipynb
 
 Each notebook is executed in place in a fresh ``python3`` kernel (the one ``make install``
 registers in the venv), cell by cell, and saved with its outputs and execution counts. It needs
@@ -92,8 +92,8 @@ def _collect_outputs(client, msg_id: str, cell, timeout: float, output_from_msg)
 
 
 def main(argv: list[str]) -> int:
-    here = Path(__file__).resolve().parent
-    paths = [Path(arg) for arg in argv] or sorted(here.glob("[0-9]*.ipynb"))
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    paths = [Path(arg) for arg in argv] or sorted(notebooks.glob("[0-9]*.ipynb"))
     for path in paths:
         started = time.monotonic()
         execute_in_place(path)
