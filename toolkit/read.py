@@ -49,7 +49,7 @@ def read_subscribers(
     order_direction: str | None = None,
     limit: int | None = None,
     reveal_secrets: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """Subscribers matching every filter given (`Client.search_subscribers`), one row each.
 
@@ -66,8 +66,8 @@ def read_subscribers(
         At most this many subscribers.
     reveal_secrets : bool
         Show the webhook URLs and device tokens of ``channels`` (masked by default).
-    progress : bool
-        Show a progress bar while pages arrive.
+    progress : bool, optional
+        Show a progress bar while pages arrive (default: the client's setting).
 
     Returns
     -------
@@ -89,7 +89,7 @@ def read_subscribers(
         "limit": limit,
     }
     records = client.search_subscribers(**filters)
-    if progress:
+    if client.progress if progress is None else progress:
         records = _progress(records, "subscribers")
     frame = subscribers_frame(records, reveal_secrets=reveal_secrets)
     frame.attrs = _provenance(client, "search_subscribers", filters)
@@ -101,8 +101,8 @@ def read_subscriptions(
     subscriber_ids: str | Iterable[str],
     key: str | None = None,
     *,
-    workers: int = 8,
-    progress: bool = True,
+    workers: int | None = None,
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """The topic subscriptions of one or many subscribers, fetched concurrently.
 
@@ -113,10 +113,10 @@ def read_subscriptions(
         External subscriber ids; an unknown one raises `toolkit.errors.NotFoundError`.
     key : str, optional
         Only the subscriptions to this topic key.
-    workers : int
-        Subscribers fetched at once.
-    progress : bool
-        Show a progress bar over the subscribers.
+    workers : int, optional
+        Subscribers fetched at once (default: the client's setting).
+    progress : bool, optional
+        Show a progress bar over the subscribers (default: the client's setting).
 
     Returns
     -------
@@ -150,8 +150,8 @@ def read_activity(
     after: str | datetime | None = None,
     before: str | datetime | None = None,
     limit: int | None = None,
-    workers: int = 8,
-    progress: bool = True,
+    workers: int | None = None,
+    progress: bool | None = None,
 ) -> Activity:
     """The notifications of a time window as three linked frames (`Client.list_activity`).
 
@@ -174,10 +174,10 @@ def read_activity(
         ``"24h"``. ``after`` defaults to the start of the plan's retention.
     limit : int, optional
         At most this many notifications (the newest).
-    workers : int
-        Pages fetched at once.
-    progress : bool
-        Show a progress bar over the pages.
+    workers : int, optional
+        Pages fetched at once (default: the client's setting).
+    progress : bool, optional
+        Show a progress bar over the pages (default: the client's setting).
 
     Returns
     -------
@@ -297,4 +297,5 @@ def _sanitised(filters: Mapping[str, Any]) -> dict[str, Any]:
 def _progress(records: Iterable[Any], what: str) -> Iterable[Any]:
     from tqdm.auto import tqdm
 
-    return tqdm(records, unit=f" {what}", desc=what)
+    # Shown only when the read outlasts a second, so a one-page search draws no bar.
+    return tqdm(records, unit=f" {what}", desc=what, delay=1.0)
