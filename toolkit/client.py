@@ -61,7 +61,7 @@ def connect(
     sleep: Callable[[float], Any] = time.sleep,
     rng: random.Random | None = None,
     progress: bool = True,
-    workers: int = 8,
+    workers: int = 16,
 ) -> Client:
     """Connect to the service, or to the local sandbox when none is configured.
 
@@ -81,7 +81,8 @@ def connect(
     progress : bool
         Show progress bars for reads longer than one page.
     workers : int
-        Concurrent requests of the paged and per-subscriber reads.
+        Concurrent requests of the paged and per-subscriber reads. 16 hides the latency of a
+        remote service; under a rate limit, requests are paced by its ``RateLimit-*`` headers.
 
     Raises
     ------
@@ -154,7 +155,7 @@ class Client:
         environment: str | None = None,
         clock: Callable[[], datetime] = utcnow,
         progress: bool = True,
-        workers: int = 8,
+        workers: int = 16,
         **transport: Any,
     ):
         self.workers = _count("workers", workers, 1, 64)

@@ -85,7 +85,7 @@ class ActivityPager:
         *,
         page_size: int = 50,
         limit: int | None = None,
-        workers: int = 8,
+        workers: int = 16,
         progress: bool = False,
     ):
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
