@@ -87,6 +87,25 @@ def test_read_activity_holds_the_same_records_as_a_raw_client_read(client):
     assert notifications.attrs["before"] == pd.Timestamp(before)
 
 
+def test_read_activity_under_errors_and_throttling_gives_exactly_the_fault_free_frames(
+    sandbox, faults
+):
+    after, before = WINDOW
+    with Client.from_sandbox(sandbox, progress=False) as client:
+        expected = read_activity(client, after=after, before=before)
+    waits: list[float] = []
+    with Client.from_sandbox(
+        sandbox, progress=False, sleep=waits.append, max_retries=16, max_wait=600
+    ) as client:
+        faults.set(error_rate=0.3)
+        faults.throttle_next(6, retry_after=1)
+        faulty = read_activity(client, after=after, before=before)
+    assert faults.stats["errors"] > 5 and faults.stats["throttled"] == 6
+    assert len(waits) == faults.stats["errors"] + faults.stats["throttled"]
+    for got, want in zip(faulty, expected, strict=True):
+        pd.testing.assert_frame_equal(got, want)
+
+
 def test_read_activity_passes_filters_and_limit_through(client):
     activity = read_activity(client, after="7d", channels="sms", limit=40, progress=False)
     notifications = activity.notifications

@@ -160,7 +160,7 @@ def test_cli_writes_and_prints_the_headline(sandbox, monkeypatch, tmp_path, caps
     out = tmp_path / "r.html"
     assert main(["--since", "2d", "--out", str(out), "--channels", "sms,email"]) == 0
     printed = capsys.readouterr().out
-    assert f"wrote {out}" in printed
+    assert f"wrote {out.resolve()}" in printed
     assert "notifications: " in printed and "failure rate: " in printed
     assert sandbox.api_key not in printed
     assert "<dt>Filters</dt><dd>channels=sms, email</dd>" in out.read_text(encoding="utf-8")
@@ -189,6 +189,6 @@ def test_python_m_toolkit_report(sandbox, tmp_path):
     command = [sys.executable, "-m", "toolkit", "report", "--since", "7d", "--out", "r.html"]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("wrote r.html\n")
+    assert done.stdout.startswith(f"wrote {(tmp_path / 'r.html').resolve()}\n")  # the absolute path
     assert (tmp_path / "r.html").stat().st_size > 1_000_000
     assert sandbox.api_key not in done.stdout + done.stderr

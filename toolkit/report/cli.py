@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     source = report.provenance
-    print(f"wrote {report.path}")
+    print(f"wrote {report.path.resolve()}")
     print(
         f"service: {source['base_url']} ({source['environment']}), "
         f"{to_iso(source['after'])} to {to_iso(source['before'])}"
