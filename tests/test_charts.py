@@ -105,8 +105,17 @@ def test_failure_rate_by_provider_from_details_and_from_jobs():
     activity = sample_activity()
     expected = {"(none)": [0.0], "fcm": [0.0], "sendgrid": [0.0], "svc": [0.0], "twilio": [1.0]}
     # the digest step is left out; the chat job without provider is kept as "(none)"
-    assert _series(charts.failure_rate_by_provider(activity.execution_details)) == expected
-    assert _series(charts.failure_rate_by_provider(activity.jobs)) == expected
+    assert (
+        _series(charts.failure_rate_by_provider(activity.execution_details, min_jobs=1)) == expected
+    )
+    assert _series(charts.failure_rate_by_provider(activity.jobs, min_jobs=1)) == expected
+
+
+def test_failure_rate_by_provider_leaves_thin_buckets_as_gaps():
+    fig = charts.failure_rate_by_provider(sample_activity().jobs, min_jobs=2)
+    twilio = next(trace for trace in fig.data if trace.name == "twilio")
+    assert list(twilio.y) == [None]  # one failed job of one: not a 100 % spike
+    assert [list(point) for point in twilio.customdata] == [[1, 1]]  # the counts stay in the hover
 
 
 def test_delivery_latency_from_details_and_from_jobs():
@@ -184,5 +193,5 @@ def test_summarize_lists_traces_and_totals():
     latency = charts.summarize(charts.delivery_latency(details_frame()))
     assert "  email: n=1, median=2" in latency.splitlines()
     assert "twilio: 1 points, max=1" in charts.summarize(
-        charts.failure_rate_by_provider(details_frame())
+        charts.failure_rate_by_provider(details_frame(), min_jobs=1)
     )

@@ -130,7 +130,7 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
     return _stacked(bucket, _labels(details["status"]), list(buckets), title, "time")
 
 
-def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h") -> go.Figure:
+def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h", min_jobs: int = 5) -> go.Figure:
     """Share of failed delivery jobs per provider and time bucket, one line per provider.
 
     Parameters
@@ -139,6 +139,9 @@ def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h") -> go.Figure
         Execution details, or jobs; see `job_outcomes` for what "failed" means.
     freq : str
         Bucket width, such as ``"1h"``.
+    min_jobs : int
+        Buckets with fewer finished jobs of a provider are left as gaps: one failure out of
+        two jobs is not a 50 % failure rate worth a spike.
     """
     step = _bucket_width(freq)
     title = f"Failure rate per provider ({freq} buckets)"
@@ -153,7 +156,10 @@ def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h") -> go.Figure
         fig.add_scatter(
             name=provider,
             x=list(part.index),
-            y=part["mean"].round(4).tolist(),
+            y=[
+                round(rate, 4) if size >= min_jobs else None
+                for rate, size in zip(part["mean"], part["size"], strict=True)
+            ],
             customdata=part[["sum", "size"]].to_numpy().tolist(),
             mode="lines+markers",
             hovertemplate="%{x}<br>%{y:.1%} (%{customdata[0]} of %{customdata[1]} jobs)",
