@@ -62,7 +62,7 @@ __all__ = [
 
 _CHANNELS = frozenset(schemas.CHANNELS)
 _UNKNOWN = -2
-_IN_FLIGHT = frozenset({"pending", "queued", "running", "delayed"})
+_IN_FLIGHT = frozenset(schemas.IN_FLIGHT_STATUSES)
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
 _OUTCOME_ORDER = (
     "read",

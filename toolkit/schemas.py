@@ -23,6 +23,7 @@ __all__ = [
     "DIGEST_TYPES",
     "EXECUTION_DETAILS",
     "FINAL_STATUSES",
+    "IN_FLIGHT_STATUSES",
     "INTEGRATIONS",
     "JOBS",
     "JOB_STATUSES",
@@ -88,18 +89,12 @@ FINAL_STATUSES = (
     "merged",
 )
 
+#: Job statuses of work still under way; a notification with any such job is ``pending``.
+IN_FLIGHT_STATUSES = ("pending", "queued", "running", "delayed")
+
 #: A notification's derived overall ``status`` (see `toolkit.frames`), in `FINAL_STATUSES` order.
-NOTIFICATION_STATUSES = (
-    "failed",
-    "warning",
-    "pending",
-    "sent",
-    "delivered",
-    "read",
-    "completed",
-    "skipped",
-    "canceled",
-    "merged",
+NOTIFICATION_STATUSES = tuple(
+    status for status in FINAL_STATUSES if status == "pending" or status not in IN_FLIGHT_STATUSES
 )
 
 # -- dtypes ------------------------------------------------------------------------------------
