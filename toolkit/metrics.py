@@ -1,0 +1,289 @@
+"""The measures of delivery, each defined once: pure functions, frames in, frames out.
+
+Charts, the report, the panels, the Monitor and incident detection all take their numbers from
+here, so that a figure means the same thing wherever it is shown. `DEFINITIONS` holds the
+definitions in words (the report's glossary and the README quote it).
+
+>>> jobs = delivery_jobs(activity)
+>>> failure_rates(jobs, ["channel", "provider_id"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.errors import ParameterError
+from toolkit.schemas import CHANNELS, IN_FLIGHT_STATUSES
+
+__all__ = [
+    "DEFINITIONS",
+    "OUTCOMES",
+    "REQUIRED_COLUMNS",
+    "delivery_jobs",
+    "email_domain",
+    "failure_rates",
+    "percentiles",
+    "wilson_interval",
+]
+
+#: A delivery job's outcome, from its ``final_status``.
+OUTCOMES = ("finished", "failed", "in_flight", "not_sent")
+
+_OUTCOME_OF = {
+    **dict.fromkeys(("sent", "delivered", "read", "completed", "warning"), "finished"),
+    "failed": "failed",
+    **dict.fromkeys(IN_FLIGHT_STATUSES, "in_flight"),
+    **dict.fromkeys(("skipped", "canceled", "merged"), "not_sent"),
+}
+
+#: The definitions behind every measure, in words.
+DEFINITIONS = {
+    "delivery job": "A job that sends on a channel (in_app, email, sms, chat, push); workflow "
+    "steps such as digest or delay are not deliveries.",
+    "outcome": "A delivery job is failed when its final status is failed (a bounce reported "
+    "after the send counts), in flight while it is pending, queued, running or delayed, not sent "
+    "when it was skipped, canceled or merged into a digest, and finished otherwise (sent, "
+    "delivered, read, completed, warning).",
+    "failure rate": "Failed delivery jobs divided by failed plus finished ones. Jobs in flight or "
+    "not sent count neither way. The interval is the 95% Wilson score interval.",
+    "time to deliver": "Seconds from the trigger (the notification's creation) to the first "
+    "Success execution detail of a delivery job; includes digest and delay waits.",
+    "job duration": "Seconds from a delivery job's first to its last execution detail.",
+    "recipient domain": "For an email job, the lower-cased part after '@' of the subscriber's "
+    "email address.",
+}
+
+#: The columns of each activity frame that the measures read (a store can load only these).
+REQUIRED_COLUMNS = {
+    "notifications": (
+        "notification_id",
+        "created_at",
+        "subscriber_id",
+        "subscriber_email",
+        "workflow_identifier",
+    ),
+    "jobs": (
+        "job_id",
+        "notification_id",
+        "type",
+        "final_status",
+        "provider_id",
+        "first_execution_at",
+        "last_execution_at",
+        "duration_s",
+        "error_code",
+        "error_text",
+    ),
+    "execution_details": ("job_id", "status", "created_at"),
+}
+
+_JOB_COLUMNS = {
+    "job_id": "string",
+    "notification_id": "string",
+    "subscriber_id": "string",
+    "workflow": "string",
+    "channel": pd.CategoricalDtype(CHANNELS),
+    "provider_id": "string",
+    "triggered_at": "datetime64[ns, UTC]",
+    "started_at": "datetime64[ns, UTC]",
+    "ended_at": "datetime64[ns, UTC]",
+    "final_status": "string",
+    "outcome": pd.CategoricalDtype(OUTCOMES),
+    "error_code": "string",
+    "error_text": "string",
+    "domain": "string",
+    "time_to_deliver_s": "float64",
+    "job_duration_s": "float64",
+}
+
+
+def delivery_jobs(activity: Any) -> pd.DataFrame:
+    """One row per delivery job of ``activity``, with its outcome and timings.
+
+    Parameters
+    ----------
+    activity : Activity
+        From ``read_activity`` or a store: ``notifications``, ``jobs`` and
+        ``execution_details`` with at least the `REQUIRED_COLUMNS`.
+
+    Returns
+    -------
+    DataFrame
+        ``job_id, notification_id, subscriber_id, workflow`` (the workflow identifier),
+        ``channel, provider_id, triggered_at, started_at, ended_at`` (first and last execution
+        detail), ``final_status, outcome`` (`OUTCOMES`), ``error_code, error_text, domain``
+        (email jobs), ``time_to_deliver_s, job_duration_s`` (see `DEFINITIONS`). Step jobs
+        (digest, delay, ...) are left out; an empty activity gives a zero-row frame.
+    """
+    notifications, jobs, details = _frames(activity)
+    jobs = jobs[jobs["type"].astype("string").isin(CHANNELS).fillna(False)]
+    parent = notifications.drop_duplicates("notification_id").set_index("notification_id")
+    ids = jobs["notification_id"]
+    channel = jobs["type"].astype("string")
+    email = parent["subscriber_email"].reindex(ids).to_numpy()
+    triggered = parent["created_at"].reindex(ids).to_numpy()
+    first_success = _first_success(details).reindex(jobs["job_id"]).to_numpy()
+    final = jobs["final_status"].astype("string")
+    frame = pd.DataFrame(
+        {
+            "job_id": jobs["job_id"].to_numpy(),
+            "notification_id": ids.to_numpy(),
+            "subscriber_id": parent["subscriber_id"].reindex(ids).to_numpy(),
+            "workflow": parent["workflow_identifier"].reindex(ids).to_numpy(),
+            "channel": channel.to_numpy(),
+            "provider_id": jobs["provider_id"].to_numpy(),
+            "triggered_at": triggered,
+            "started_at": jobs["first_execution_at"].to_numpy(),
+            "ended_at": jobs["last_execution_at"].to_numpy(),
+            "final_status": final.to_numpy(),
+            "outcome": final.map(_OUTCOME_OF).fillna("in_flight").to_numpy(),
+            "error_code": jobs["error_code"].to_numpy(),
+            "error_text": jobs["error_text"].to_numpy(),
+            "domain": email_domain(pd.Series(email, dtype="string")).where(
+                channel.eq("email").fillna(False).to_numpy()
+            ),
+            "job_duration_s": jobs["duration_s"].astype("float64").to_numpy(),
+        }
+    )
+    delay = pd.Series(first_success, dtype="datetime64[ns, UTC]") - pd.Series(
+        triggered, dtype="datetime64[ns, UTC]"
+    )
+    frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
+    return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
+
+
+def email_domain(addresses: pd.Series) -> pd.Series:
+    """The lower-cased domain of each email address (missing when there is no ``@``)."""
+    text = addresses.astype("string").str.strip().str.lower()
+    return text.str.extract(r"@([^@\s]+)$", expand=False)
+
+
+def wilson_interval(
+    failed: np.ndarray | Sequence[int], total: np.ndarray | Sequence[int], confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval of ``failed / total`` (NaN where ``total`` is 0)."""
+    from scipy.stats import norm
+
+    if not 0 < confidence < 1:
+        raise ParameterError("confidence", confidence, "a probability between 0 and 1")
+    k = np.asarray(failed, dtype="float64")
+    n = np.asarray(total, dtype="float64")
+    z = norm.ppf(0.5 + confidence / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def failure_rates(
+    jobs: pd.DataFrame, by: str | Sequence[str], *, confidence: float = 0.95
+) -> pd.DataFrame:
+    """Failure rate of delivery jobs per group, with its Wilson interval.
+
+    Parameters
+    ----------
+    jobs : DataFrame
+        From `delivery_jobs`.
+    by : str or list of str
+        Columns of ``jobs`` to group by (``"channel"``, ``["channel", "provider_id"]``,
+        ``"workflow"``, ``"domain"``, ...); missing values form their own group.
+    confidence : float
+        Of the interval.
+
+    Returns
+    -------
+    DataFrame
+        The ``by`` columns, then ``jobs`` (finished plus failed), ``failed``, ``in_flight``,
+        ``failure_rate`` (NaN when ``jobs`` is 0), ``ci_low``, ``ci_high``; one row per group.
+    """
+    keys = _columns(jobs, by, "by")
+    outcome = jobs["outcome"].astype("string")
+    counts = pd.DataFrame(
+        {
+            **{key: jobs[key] for key in keys},
+            "failed": outcome.eq("failed").to_numpy(),
+            "finished": outcome.eq("finished").to_numpy(),
+            "in_flight": outcome.eq("in_flight").to_numpy(),
+        }
+    )
+    grouped = counts.groupby(keys, observed=True, dropna=False, sort=True)
+    table = grouped[["failed", "finished", "in_flight"]].sum().astype("int64").reset_index()
+    table.insert(len(keys), "jobs", table.pop("failed") + table["finished"])
+    table.insert(len(keys) + 1, "failed", table["jobs"] - table.pop("finished"))
+    total = table["jobs"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["failure_rate"] = table["failed"].to_numpy() / np.where(total > 0, total, np.nan)
+    table["ci_low"], table["ci_high"] = wilson_interval(table["failed"], total, confidence)
+    return table
+
+
+def percentiles(
+    jobs: pd.DataFrame,
+    by: str | Sequence[str],
+    measure: str = "time_to_deliver_s",
+    quantiles: Sequence[float] = (0.5, 0.95),
+) -> pd.DataFrame:
+    """Percentiles of a timing per group: columns ``p50``, ``p95``, ... and ``n`` (jobs timed).
+
+    Parameters
+    ----------
+    jobs : DataFrame
+        From `delivery_jobs`.
+    by : str or list of str
+        Columns to group by.
+    measure : str
+        ``"time_to_deliver_s"`` or ``"job_duration_s"``.
+    quantiles : sequence of float
+        Between 0 and 1.
+    """
+    keys = _columns(jobs, by, "by")
+    if measure not in ("time_to_deliver_s", "job_duration_s"):
+        raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
+    if not all(0 <= q <= 1 for q in quantiles):
+        raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
+    timed = jobs.dropna(subset=[measure])
+    grouped = timed.groupby(keys, observed=True, dropna=False, sort=True)[measure]
+    table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
+    table["n"] = grouped.size().astype("int64")
+    return table.reset_index()
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _frames(activity: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    frames = tuple(getattr(activity, name, None) for name in REQUIRED_COLUMNS)
+    if not all(isinstance(frame, pd.DataFrame) for frame in frames):
+        raise ParameterError(
+            "activity",
+            type(activity).__name__,
+            "an Activity (notifications, jobs, execution_details) from read_activity or a store",
+        )
+    for (name, needed), frame in zip(REQUIRED_COLUMNS.items(), frames, strict=True):
+        missing = [column for column in needed if column not in frame.columns]
+        if missing:
+            raise ParameterError(
+                f"activity.{name}",
+                f"columns {list(frame.columns)[:8]}…",
+                f"a frame with the columns {missing}",
+            )
+    return frames
+
+
+def _first_success(details: pd.DataFrame) -> pd.Series:
+    """The instant of each job's first ``Success`` execution detail, indexed by job id."""
+    success = details[details["status"].astype("string").eq("Success").fillna(False)]
+    return success.groupby(success["job_id"].astype("string"))["created_at"].min()
+
+
+def _columns(frame: pd.DataFrame, by: str | Sequence[str], name: str) -> list[str]:
+    keys = [by] if isinstance(by, str) else list(by)
+    unknown = [key for key in keys if key not in frame.columns]
+    if not keys or unknown:
+        raise ParameterError(name, by, f"column names of the jobs frame: {list(frame.columns)}")
+    return keys
