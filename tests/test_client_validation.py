@@ -153,3 +153,55 @@ def _epoch(text: str) -> float:
     from toolkit.timeutil import parse_time
 
     return parse_time(text).timestamp()
+
+
+SECRET_URL = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
+SECRET_KEY = "SG.abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.upsert_credentials("s", "slack", {"webhookURL": SECRET_URL}),
+        lambda c: c.upsert_credentials("s", "fcm", {"deviceTokens": [SECRET_KEY, 3]}),
+        lambda c: c.upsert_credentials("s", "slack", {"webhookUrl": [SECRET_URL]}),
+        lambda c: c.create_integration(
+            "sendgrid", "email", credentials={"apiKey": SECRET_KEY, 1: 2}
+        ),
+    ],
+    ids=["misspelt field", "bad device tokens", "webhook not a string", "bad credentials key"],
+)
+def test_a_refused_credential_is_never_echoed(client, call):
+    with pytest.raises(ParameterError) as caught:
+        call(client)
+    shown = str(caught.value) + repr(caught.value.value)
+    assert "XXXXXXXX" not in shown and SECRET_KEY[:-4] not in shown
+
+
+def test_every_window_is_checked_by_one_function_with_one_message(client, sandbox):
+    from toolkit.panels import ActivityFilter
+    from toolkit.read import read_activity
+    from toolkit.report import delivery_report
+
+    calls = [
+        lambda: client.list_activity(after="2026-10-02", before="2026-10-01"),
+        lambda: read_activity(client, after="2026-10-02", before="2026-10-01"),
+        lambda: ActivityFilter(
+            period="custom", after="2026-10-02", before="2026-10-01"
+        ).to_read_kwargs(sandbox.now()),
+        lambda: delivery_report(client, out="unused.html", since="2026-10-02", until="2026-10-01"),
+    ]
+    messages = []
+    for call in calls:
+        with pytest.raises(ParameterError) as caught:
+            call()
+        messages.append(str(caught.value).replace("since", "after").replace("until", "before"))
+    assert messages == [messages[0]] * len(calls)
+    assert "not later than before (2026-10-01T00:00:00.000Z)" in messages[0]
+
+
+def test_a_duration_beyond_the_calendar_is_refused(client, faults):
+    before = faults.stats["requests"]
+    with pytest.raises(ParameterError, match="after"):
+        client.list_activity(after="999999999d")
+    assert faults.stats["requests"] == before

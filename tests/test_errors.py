@@ -77,3 +77,46 @@ def test_the_key_is_masked_in_message_path_and_body():
     body = {"message": f"API Key {KEY} not found", "path": f"/v1/notifications?key={KEY}"}
     error = error_from_response("GET", f"/v1/{KEY}", 401, body, api_key=KEY)
     assert KEY not in str(error) + repr(error) + str(error.body) + error.path
+
+
+def test_the_errors_and_time_modules_do_not_import_each_other_nor_the_facade():
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).parent.parent / "toolkit"
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "toolkit":
+                assert "__version__" not in [a.name for a in node.names], path
+            if path.name == "errors.py" and isinstance(node, ast.ImportFrom | ast.Import):
+                modules = [node.module] if isinstance(node, ast.ImportFrom) else []
+                assert "toolkit.timeutil" not in modules
+
+
+def test_a_refused_secret_is_masked_in_the_message_and_the_value():
+    from toolkit.errors import ParameterError
+
+    url = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    for name, value in [
+        ("api_key", KEY + "\n"),
+        ("credentials['webhookURL']", url),
+        ("credentials['deviceTokens']", ["token-aaaaaaaaaaaaaaaaaaaa", 7]),
+        ("credentials", {"apiKey": KEY, 1: "x"}),
+    ]:
+        err = ParameterError(name, value, "something else")
+        shown = str(err) + repr(err.value) + repr(err.args)
+        assert KEY not in shown and "XXXXXXXX" not in shown and "token-aaaa" not in shown
+        assert name in str(err)
+    assert ParameterError("limit", 0, "at least 1").value == 0  # not a secret: shown as given
+
+
+def test_a_validation_errors_body_keeps_no_credential_the_service_echoed():
+    url = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    body = {"statusCode": 422, "message": "Validation failed", "errors": {
+        "credentials.webhookUrl": {"messages": ["webhookUrl must be a URL"], "value": url},
+        "apiKey": {"messages": ["apiKey is too short"], "value": KEY}}}  # fmt: skip
+    error = error_from_response("POST", "/v1/integrations", 422, body)
+    shown = str(error) + repr(error.body) + repr(error.field_errors)
+    assert url not in shown and "XXXXXXXX" not in shown and KEY not in shown
+    assert error.field_errors["credentials.webhookUrl"] == ["webhookUrl must be a URL"]
+    assert body["errors"]["apiKey"]["value"] == KEY  # the caller's object is not changed

@@ -25,6 +25,7 @@ from toolkit.errors import (
     ValidationError,
     parse_retry_after,
 )
+from toolkit.redact import MASK
 
 
 class Waits(list):
@@ -197,7 +198,7 @@ def test_the_key_is_scrubbed_from_messages_and_paths(fresh_sandbox, waits):
         client.update_subscriber(fresh_sandbox.api_key, first_name="X")
     err = caught.value
     assert fresh_sandbox.api_key not in str(err) + err.path + repr(err.body)
-    assert "***" in err.path
+    assert MASK in err.path
 
 
 def test_pacer_spreads_requests_once_the_bucket_is_empty():

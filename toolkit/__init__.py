@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from toolkit._version import __version__
 
 # The public surface, imported lazily so that `import toolkit` stays fast and the sandbox's
 # dependencies are only needed when the sandbox is used.

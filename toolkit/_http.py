@@ -19,7 +19,7 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
-from toolkit import __version__
+from toolkit._version import __version__
 from toolkit.errors import (
     ServiceConnectionError,
     ServiceError,

@@ -26,7 +26,7 @@ from toolkit._http import Transport
 from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
 from toolkit.errors import ConfigurationError, ParameterError
 from toolkit.pagination import ActivityPager, iter_cursor_pages
-from toolkit.timeutil import parse_time, to_iso, utcnow
+from toolkit.timeutil import parse_time, resolve_window, to_iso, utcnow
 from toolkit.vocab import (
     CHANNEL_CREDENTIAL_FIELDS,
     CHANNEL_PROVIDERS,
@@ -439,11 +439,7 @@ class Client:
         progress : bool, optional
             Progress bar when the read takes more than one page (default the client's).
         """
-        now = self.now()
-        start = parse_time(after, name="after", now=now) if after is not None else None
-        end = parse_time(before, name="before", now=now) if before is not None else now
-        if start is not None and start > end:
-            raise ParameterError("after", after, f"a time not later than before ({to_iso(end)})")
+        start, end = resolve_window(after, before, now=self.now())
         params = _drop_none(
             channels=_strings("channels", channels, NOTIFICATION_CHANNELS),
             templates=_strings("templates", templates),

@@ -1,7 +1,7 @@
 """The toolkit's exception tree and the one mapping from an HTTP error response to it.
 
-Every message is one line: what was asked, what the service said, and what to change. An API
-key never appears in a message, a path or a body kept on an exception.
+Every message is one line: what was asked, what the service said, and what to change. No secret
+(`toolkit.redact`) appears in a message, a path, a refused value or a body kept on an exception.
 
 >>> try:
 ...     client.list_activity(after="2020-01-01")
@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
+
+from toolkit.redact import is_secret, mask, scrub
 
 __all__ = [
     "AuthenticationError",
@@ -33,7 +35,6 @@ __all__ = [
     "ValidationError",
     "error_from_response",
     "parse_retry_after",
-    "scrub",
 ]
 
 
@@ -49,12 +50,13 @@ class ParameterError(ToolkitError, ValueError):
     name : str
         The parameter.
     value : object
-        The value given.
+        The value given; masked (`toolkit.redact.mask`) when ``name`` names a secret.
     allowed : str
         What is allowed, in words.
     """
 
     def __init__(self, name: str, value: Any, allowed: str):
+        value = mask(value) if is_secret(name) else value
         self.name, self.value, self.allowed = name, value, allowed
         super().__init__(f"{name}={_short(value)} is not allowed: {allowed}")
 
@@ -79,7 +81,7 @@ class ServiceError(ToolkitError):
     message : str
         The service's own message.
     body : object
-        The decoded error body, with any API key scrubbed.
+        The decoded error body, with the API key and secret fields' values masked.
     attempts : int
         How many times the request was sent.
     """
@@ -178,13 +180,15 @@ class RetentionError(ServiceError):
     """
 
     def __init__(self, *args: Any, earliest: datetime | None = None, **kw: Any):
-        from toolkit.timeutil import to_iso  # timeutil imports this module
-
         self.earliest = earliest
-        when = to_iso(earliest) if earliest else None
+        when = (
+            earliest.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+            if earliest
+            else None
+        )
         kw.setdefault(
             "hint",
-            f"(use after >= {when})"
+            f"(use after >= {when.replace('+00:00', 'Z')})"
             if when
             else "(use a later `after`, within the plan's retention)",
         )
@@ -218,19 +222,6 @@ _NAMED_PARAMETER = re.compile(r"parameter '(\w+)'")
 _ISO = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?"
 )
-
-
-def scrub(value: Any, secret: str | None) -> Any:
-    """Return ``value`` (str, or JSON-shaped data) with every occurrence of ``secret`` masked."""
-    if not secret:
-        return value
-    if isinstance(value, str):
-        return value.replace(secret, "***")
-    if isinstance(value, Mapping):
-        return {scrub(k, secret): scrub(v, secret) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
-    return value
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -28,7 +28,7 @@ import pandas as pd
 from toolkit import charts
 from toolkit.errors import ParameterError
 from toolkit.schemas import SEVERITIES, STEP_TYPES
-from toolkit.timeutil import parse_time, to_iso
+from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = ["PERIODS", "ActivityFilter", "ActivityPanel", "Explorer", "SubscriberFilter", "SubscriberPanel"]  # fmt: skip
 
@@ -116,12 +116,9 @@ class ActivityFilter:
             A custom time cannot be parsed, or ``after`` is later than ``before``.
         """
         if self.period == "custom":
-            after = parse_time(self.after, name="after", now=now) if self.after else None
-            before = parse_time(self.before, name="before", now=now) if self.before else now
+            after, before = resolve_window(self.after or None, self.before or None, now=now)
         else:
             after, before = now - _DURATIONS[self.period], now
-        if after is not None and after > before:
-            raise ParameterError("after", self.after, f"not later than before ({to_iso(before)})")
         kwargs = {
             "after": after,
             "before": before,

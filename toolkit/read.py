@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit import __version__
+from toolkit._version import __version__
 from toolkit.frames import (
     Activity,
     activity_frames,
@@ -33,7 +33,7 @@ from toolkit.frames import (
     subscriptions_frame,
 )
 from toolkit.redact import is_secret, mask
-from toolkit.timeutil import parse_time
+from toolkit.timeutil import resolve_window
 
 __all__ = ["read_activity", "read_integrations", "read_subscribers", "read_subscriptions"]
 
@@ -203,9 +203,7 @@ def read_activity(
         ``is_test``, ``raw`` (string), ``error_text``, ``error_code``, ``channel`` (the job
         type).
     """
-    now = client.now()
-    start = parse_time(after, name="after", now=now) if after is not None else None
-    end = parse_time(before, name="before", now=now) if before is not None else now
+    start, end = resolve_window(after, before, now=client.now())
     filters = {
         "channels": _listed(channels),
         "templates": _listed(templates),

@@ -1,8 +1,9 @@
-"""What counts as a secret, and how it is masked.
+"""What counts as a secret, and how it is masked: the toolkit's one definition.
 
 A secret is a credential field named in `SECRET_FIELDS`, or one whose name contains a word of
-`SECRET_MARKERS` (``secret``, ``password``, ``token``, ...). Its value is replaced, never
-shortened in place:
+`SECRET_MARKERS` (``secret``, ``password``, ``token``, ``apikey``, ``credential``, ...; case,
+``_`` and ``-`` ignored, so ``api_key`` and ``credentials['webhookUrl']`` are secret too). Its
+value is replaced, never shortened in place:
 
 - a string becomes ``"••••"``, followed by its last 4 characters when it is a long key
   (at least 16 characters ending in 4 letters or digits), so that two keys can be told apart;
@@ -24,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["MASK", "SECRET_FIELDS", "SECRET_MARKERS", "is_secret", "mask", "mask_channels",
-           "mask_credentials"]  # fmt: skip
+           "mask_credentials", "scrub"]  # fmt: skip
 
 #: What replaces a secret.
 MASK = "••••"
@@ -51,23 +52,34 @@ SECRET_FIELDS = frozenset(
     }
 )
 
-#: Lower-case words that make any field name a secret one (``privateKey``, ``authToken``...).
-SECRET_MARKERS = ("secret", "password", "token", "apikey", "privatekey", "signingkey")
+#: Lower-case words that make any name a secret one (``privateKey``, ``authToken``, ``api_key``,
+#: ``credentials``...), matched with ``_``, ``-`` and spaces removed.
+SECRET_MARKERS = (
+    "secret",
+    "password",
+    "token",
+    "apikey",
+    "privatekey",
+    "signingkey",
+    "credential",
+)
+#: Keys of an error body that carry the service's words, not the value refused.
+_MESSAGE_KEYS = frozenset({"message", "messages", "error", "statusCode"})
 
 _SUFFIX_FROM = 16
 
 
 def is_secret(field: str) -> bool:
-    """Whether a credential field holds a secret."""
-    lowered = field.lower()
-    return field in SECRET_FIELDS or any(marker in lowered for marker in SECRET_MARKERS)
+    """Whether a field (or parameter, or provenance key) holds a secret."""
+    squeezed = field.lower().replace("_", "").replace("-", "").replace(" ", "")
+    return field in SECRET_FIELDS or any(marker in squeezed for marker in SECRET_MARKERS)
 
 
 def mask(value: Any) -> Any:
     """The masked form of a secret value (see the module docstring); None and booleans as is."""
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [mask(item) for item in value]
     if not isinstance(value, str):
         return MASK
@@ -77,6 +89,30 @@ def mask(value: Any) -> Any:
     if len(value) >= _SUFFIX_FROM and tail.isascii() and tail.isalnum():
         return MASK + tail
     return MASK
+
+
+def scrub(value: Any, secret: str | None = None, *, hidden: bool = False) -> Any:
+    """A copy of JSON-shaped ``value`` (an error body, a path, a message) safe to show.
+
+    Every occurrence of ``secret`` (the API key) in a string is masked, and so is the value of
+    every secret field (`is_secret`), except the service's own messages about it.
+    """
+    if isinstance(value, str):
+        if secret:
+            value = value.replace(secret, MASK)
+        return mask(value) if hidden else value
+    if isinstance(value, Mapping):
+        return {
+            scrub(field, secret): scrub(
+                item,
+                secret,
+                hidden=(hidden or is_secret(str(field))) and field not in _MESSAGE_KEYS,
+            )
+            for field, item in value.items()
+        }
+    if isinstance(value, list):
+        return [scrub(item, secret, hidden=hidden) for item in value]
+    return mask(value) if hidden else value
 
 
 def mask_credentials(credentials: Mapping[str, Any] | None) -> Any:

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from toolkit.errors import ParameterError
 
-__all__ = ["parse_time", "to_iso", "utcnow"]
+__all__ = ["parse_time", "resolve_window", "to_iso", "utcnow"]
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(w|d|h|m|s)\s*$")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -56,8 +56,10 @@ def parse_time(
         match = _RELATIVE.match(value)
         if match:
             current = now() if callable(now) else now
-            delta = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-            return _utc(current) - delta
+            try:
+                return _utc(current) - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+            except OverflowError:
+                raise ParameterError(name, value, "a duration that starts after year 1") from None
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
@@ -69,6 +71,35 @@ def parse_time(
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
     raise ParameterError(name, value, _ALLOWED)
+
+
+def resolve_window(
+    after: str | datetime | date | None,
+    before: str | datetime | date | None,
+    *,
+    now: datetime | Callable[[], datetime],
+    after_name: str = "after",
+    before_name: str = "before",
+) -> tuple[datetime | None, datetime]:
+    """The ``(start, end)`` of a time window, checked: the toolkit's one reading of a window.
+
+    ``before`` defaults to ``now``; ``after`` None stays None (the service's default, the start of
+    the plan's retention). Relative times count back from the same ``now``. ``after_name`` and
+    ``before_name`` are the caller's names for the two bounds (``since``/``until``...).
+
+    Raises
+    ------
+    ParameterError
+        A bound is not a time (`parse_time`), or the start is later than the end.
+    """
+    current = _utc(now() if callable(now) else now)
+    start = None if after is None else parse_time(after, name=after_name, now=current)
+    end = current if before is None else parse_time(before, name=before_name, now=current)
+    if start is not None and start > end:
+        raise ParameterError(
+            after_name, after, f"a time not later than {before_name} ({to_iso(end)})"
+        )
+    return start, end
 
 
 def to_iso(moment: datetime) -> str:

@@ -10,7 +10,6 @@ key is rendered: only counts, statuses, providers, error texts and ids.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,10 +21,12 @@ import jinja2
 import pandas as pd
 import plotly.offline
 
-from toolkit import __version__, charts
+from toolkit import charts
+from toolkit._version import __version__
 from toolkit.errors import ParameterError
+from toolkit.redact import is_secret
 from toolkit.report.summary import headline, headline_lines, percent
-from toolkit.timeutil import parse_time, to_iso
+from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = [
     "Report",
@@ -56,7 +57,6 @@ _LABELS = {
     "before": "Until",
     "filters": "Filters",
 }
-_SECRET_KEY = re.compile(r"api.?key|secret|token|password|credential", re.IGNORECASE)
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -92,7 +92,7 @@ def build_report(
     ParameterError
         A provenance key names a secret.
     """
-    secret = sorted(key for key in provenance if _SECRET_KEY.search(str(key)))
+    secret = sorted(key for key in provenance if is_secret(str(key)))
     if secret:
         raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
     figures = headline(activity)
@@ -188,10 +188,7 @@ def delivery_report(
 
     client = connect() if client is None else client
     now = client.now()
-    after = parse_time(since, name="since", now=now)
-    before = parse_time(until, name="until", now=now) if until is not None else now
-    if after > before:
-        raise ParameterError("since", since, f"a time before until ({to_iso(before)})")
+    after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     filters = {k: v for k, v in {"channels": channels, **filters}.items() if v is not None}
     activity = read_activity(client, after=after, before=before, progress=progress, **filters)
     provenance = {
