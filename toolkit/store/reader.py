@@ -202,7 +202,13 @@ class Store:
             con.register("selected", selected)
             chosen = "notification_id IN (SELECT notification_id FROM selected)"
             job_columns = ", ".join(REQUIRED_COLUMNS["jobs"])
-            jobs = _query(con, f"SELECT {job_columns} FROM read_parquet(?) WHERE {chosen}", files["jobs"], "jobs")  # fmt: skip
+            jobs = _query(
+                con,
+                f"SELECT {job_columns} FROM read_parquet(?, filename = true,"
+                f" file_row_number = true) WHERE {chosen} ORDER BY filename DESC, file_row_number",
+                files["jobs"],
+                "jobs",
+            )
             details = _query(
                 con,
                 "SELECT job_id, 'Success' AS status, min(created_at) AS created_at"

@@ -150,6 +150,10 @@ def check_directory(root: Path) -> None:
     existing = root
     while not existing.exists():
         existing = existing.parent
+    if not existing.is_dir():
+        raise ParameterError(
+            "store", str(root), f"a path inside a directory ({existing} is a file)"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ParameterError(
             "store", str(root), f"a directory you can write to ({existing} is not)"
