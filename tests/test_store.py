@@ -213,3 +213,17 @@ def _wait(predicate, timeout=30.0):
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_sync_command(sandbox, tmp_path, monkeypatch, capsys):
+    from toolkit.__main__ import main
+
+    monkeypatch.setenv("SVC_BASE_URL", sandbox.url)
+    monkeypatch.setenv("SVC_API_KEY", sandbox.api_key)
+    assert main(["sync", "--store", str(tmp_path / "s"), "--since", "1d", "--lag", "5m"]) == 0
+    out, err = capsys.readouterr()
+    assert "added" in out and "day(s) written" in out and sandbox.api_key not in out + err
+    assert toolkit.open_store(tmp_path / "s").watermark is not None
+    assert main(["sync", "--store", str(tmp_path / "s"), "--lag", "soon"]) == 2
+    assert "lag='soon' is not allowed" in capsys.readouterr().err
+    assert main(["sync"]) == 2

@@ -1,13 +1,14 @@
-"""``python -m toolkit {sandbox,report} ...``"""
+"""``python -m toolkit {sandbox,report,sync} ...``"""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m toolkit {sandbox,report} [options]
+USAGE = """usage: python -m toolkit {sandbox,report,sync} [options]
 
   sandbox   serve the local sandbox service (python -m toolkit sandbox --help)
   report    write the shareable HTML delivery report (python -m toolkit report --help)
+  sync      keep a store of activity current on disk (python -m toolkit sync --help)
 """
 
 
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         from toolkit.sandbox.cli import main as run
     elif command == "report":
         from toolkit.report.cli import main as run
+    elif command == "sync":
+        from toolkit.store.cli import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
