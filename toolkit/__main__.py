@@ -1,13 +1,14 @@
-"""``python -m toolkit {sandbox,report} ...``"""
+"""``python -m toolkit {sandbox,report,incidents} ...``"""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m toolkit {sandbox,report} [options]
+USAGE = """usage: python -m toolkit {sandbox,report,incidents} [options]
 
   sandbox   serve the local sandbox service (python -m toolkit sandbox --help)
   report    write the shareable HTML delivery report (python -m toolkit report --help)
+  incidents print the incidents of a window (python -m toolkit incidents --help)
 """
 
 
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         from toolkit.sandbox.cli import main as run
     elif command == "report":
         from toolkit.report.cli import main as run
+    elif command == "incidents":
+        from toolkit.incidents.cli import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2
