@@ -28,6 +28,7 @@ __all__ = [
     "failure_rates",
     "percentiles",
     "time_to_send",
+    "top_failures",
     "wilson_interval",
 ]
 
@@ -261,6 +262,56 @@ def percentiles(
     table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
     table["n"] = grouped.size().astype("int64")
     return table.reset_index()
+
+
+def top_failures(
+    jobs: pd.DataFrame, notifications: pd.DataFrame | None = None, *, top: int | None = 10
+) -> pd.DataFrame:
+    """The most frequent failures: failed delivery jobs per channel, provider and error.
+
+    Parameters
+    ----------
+    jobs : DataFrame
+        From `delivery_jobs`.
+    notifications : DataFrame, optional
+        Notifications (``notification_id``, ``transaction_id``), for example transaction ids.
+    top : int or None
+        How many rows (None: all).
+
+    Returns
+    -------
+    DataFrame
+        ``channel, provider_id, error_code, error_text`` (missing values form their own group),
+        ``failed`` (jobs), ``notifications, subscribers`` (distinct), ``first_seen, last_seen``
+        (the failed jobs' first and last execution details), ``transaction_ids`` (up to three, earliest
+        first; empty without ``notifications``); most failed jobs first.
+    """
+    if top is not None and (not isinstance(top, int) or top < 1):
+        raise ParameterError("top", top, "a positive whole number, or None for all")
+    keys = ["channel", "provider_id", "error_code", "error_text"]
+    needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
+    _columns(jobs, needed, "jobs")
+    failed = jobs[jobs["outcome"].astype("string").eq("failed").fillna(False)]
+    failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
+    ids = pd.Series(dtype="string")
+    if notifications is not None:
+        ids = notifications.drop_duplicates("notification_id").set_index("notification_id")
+        ids = ids["transaction_id"].astype("string")
+    grouped = failed.groupby(keys, observed=True, dropna=False, sort=False)
+    table = grouped.agg(
+        failed=("job_id", "size"),
+        notifications=("notification_id", "nunique"),
+        subscribers=("subscriber_id", "nunique"),
+        first_seen=("started_at", "min"),
+        last_seen=("ended_at", "max"),
+    ).reset_index()
+    examples = grouped["notification_id"].apply(
+        lambda n: list(ids.reindex(n.unique()).dropna()[:3])
+    )
+    table["transaction_ids"] = list(examples.to_numpy())
+    table = table.sort_values(["failed", "first_seen", "error_text"], ascending=[False, True, True])
+    table = table.astype({"failed": "int64", "notifications": "int64", "subscribers": "int64"})
+    return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------
