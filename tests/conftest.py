@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+
+class Waits(list):
+    """An injectable ``sleep`` that records the waits instead of waiting."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def waits():
+    return Waits()
+
+
 #: The instant the test sandboxes' clocks start at; seeded data are a function of (seed, NOW).
 NOW = "2026-11-01T12:00:00Z"
 

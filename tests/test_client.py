@@ -7,6 +7,7 @@ import random
 from collections import Counter
 
 import pytest
+from conftest import Waits
 
 import toolkit
 from toolkit.client import Client, _unwrap, connect
@@ -21,11 +22,6 @@ from toolkit.errors import (
     ValidationError,
 )
 from toolkit.timeutil import parse_time, to_iso
-
-
-class Waits(list):
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 @pytest.fixture
@@ -343,8 +339,15 @@ def test_live_traffic_during_a_read_neither_hides_nor_repeats_records(fresh_sand
     assert len(first_ids) == len(set(first_ids))
     assert first_ids == [r["_id"] for r in second]
     assert all(parse_time(r["createdAt"]) <= parse_time(before) for r in first)
-    newer = client.list_activity(after=before)  # both bounds are inclusive
-    assert newer and all(r["createdAt"] == before for r in newer if r["_id"] in set(first_ids))
+    # Both bounds are inclusive: a window ending at the newest record's instant holds it, and
+    # the window starting there holds it too (the overlap of the two reads is that record).
+    newest = first[0]["createdAt"]
+    up_to = client.list_activity(before=newest, limit=5)
+    from_there = client.list_activity(after=newest, before=before)
+    assert up_to[0]["createdAt"] == newest
+    overlap = {r["_id"] for r in up_to} & {r["_id"] for r in from_there}
+    assert first[0]["_id"] in overlap
+    assert all(r["createdAt"] == newest for r in up_to + from_there if r["_id"] in overlap)
 
 
 def test_the_default_window_is_pinned_so_live_traffic_does_not_shift_pages(fresh_sandbox):
@@ -360,6 +363,17 @@ def test_the_default_window_is_pinned_so_live_traffic_does_not_shift_pages(fresh
     assert max(counts.values()) == 1 and len(rows) >= seeded
     created = [r["createdAt"] for r in rows]
     assert created == sorted(created, reverse=True)
+
+
+def test_a_short_result_is_not_over_fetched(client, faults, pinned):
+    before, rows = pinned
+    window = dict(after=rows[14]["createdAt"], before=rows[0]["createdAt"])
+    expected = [r["_id"] for r in rows if window["after"] <= r["createdAt"] <= window["before"]]
+    assert 10 < len(expected) < 20  # two pages of 10
+    requests = faults.stats["requests"]
+    got = client.list_activity(**window, page_size=10, workers=16)
+    assert [r["_id"] for r in got] == expected
+    assert faults.stats["requests"] - requests == 2
 
 
 def test_a_progress_bar_shows_only_for_reads_of_more_than_one_page(sandbox, capsys):

@@ -505,3 +505,178 @@ def test_subscription_and_integration_columns():
     assert row["deleted"] and row["deleted_by"] == "u1" and row["primary"]
     assert row["deleted_at"] == pd.Timestamp("2026-10-31T00:00:00Z")
     assert row["credentials"]["from"] == "+14155550100"
+
+
+# -- every column by name: a distinct sentinel in every field -----------------------------------
+
+
+def _t(second):
+    return f"2026-01-01T00:00:{second}Z"
+
+
+SENTINEL_NOTIFICATION = {
+    "_id": "n-id", "createdAt": _t("01.000"), "updatedAt": _t("02.000"), "transactionId": "tx-id",
+    "_templateId": "tpl-id", "_subscriberId": "sub-internal", "channels": ["chat"],
+    "template": {"_id": "tpl-other", "name": "wf-name", "origin": "external",
+                 "triggers": [{"identifier": "wf-identifier"}]},
+    "subscriber": {"_id": "sub-other", "subscriberId": "sub-external", "email": "e@x.example",
+                   "firstName": "First", "lastName": "Last", "phone": "+100"},
+    "topics": [{"topicKey": "topic-key"}], "tags": ["tag-1"], "severity": "medium",
+    "critical": True, "_digestedNotificationId": "digested-id", "payload": {"p": 1},
+    "_environmentId": "env-id", "_organizationId": "org-id",
+    "jobs": [{
+        "_id": "job-id", "type": "chat", "status": "completed", "providerId": "job-provider",
+        "step": {"_id": "step-id", "name": "step-name"}, "digest": {"type": "timed"},
+        "updatedAt": _t("03.000"),
+        "executionDetails": [
+            {"_id": "d1", "createdAt": _t("04.000"), "status": "Success", "source": "Internal",
+             "detail": "d1-text", "providerId": "d1-provider", "isRetry": False, "isTest": True,
+             "raw": None},
+            {"_id": "d2", "createdAt": _t("06.500"), "status": "Failed", "source": "Webhook",
+             "detail": "d2-text", "isRetry": True, "isTest": False, "raw": '{"code": "E42"}'},
+        ],
+    }],
+}  # fmt: skip
+
+EXPECTED_NOTIFICATION = {
+    "notification_id": "n-id", "created_at": _t("01.000"), "updated_at": _t("02.000"),
+    "transaction_id": "tx-id", "template_id": "tpl-id", "workflow_name": "wf-name",
+    "workflow_identifier": "wf-identifier", "template_origin": "external",
+    "subscriber_internal_id": "sub-internal", "subscriber_id": "sub-external",
+    "subscriber_email": "e@x.example", "subscriber_first_name": "First",
+    "subscriber_last_name": "Last", "subscriber_phone": "+100", "channels": ["chat"],
+    "topic_keys": ["topic-key"], "tags": ["tag-1"], "severity": "medium", "critical": True,
+    "digested_notification_id": "digested-id", "payload": {"p": 1}, "job_count": 1,
+    "failed_job_count": 1, "status": "failed", "environment_id": "env-id",
+    "organization_id": "org-id",
+}  # fmt: skip
+
+EXPECTED_JOB = {
+    "job_id": "job-id", "notification_id": "n-id", "type": "chat", "status": "completed",
+    "final_status": "failed", "step_id": "step-id", "step_name": "step-name",
+    "provider_id": "job-provider", "digest_type": "timed", "updated_at": _t("03.000"),
+    "first_execution_at": _t("04.000"), "last_execution_at": _t("06.500"), "duration_s": 2.5,
+    "execution_count": 2, "failed_count": 1, "retry_count": 1, "error_text": "d2-text",
+    "error_code": "E42", "subscriber_id": "sub-external",
+}  # fmt: skip
+
+EXPECTED_DETAILS = [
+    {"execution_detail_id": "d1", "job_id": "job-id", "notification_id": "n-id",
+     "created_at": _t("04.000"), "status": "Success", "source": "Internal", "detail": "d1-text",
+     "provider_id": "d1-provider", "is_retry": False, "is_test": True, "raw": None,
+     "error_text": None, "error_code": None, "channel": "chat"},
+    {"execution_detail_id": "d2", "job_id": "job-id", "notification_id": "n-id",
+     "created_at": _t("06.500"), "status": "Failed", "source": "Webhook", "detail": "d2-text",
+     "provider_id": "job-provider", "is_retry": True, "is_test": False,
+     "raw": '{"code": "E42"}', "error_text": "d2-text", "error_code": "E42", "channel": "chat"},
+]  # fmt: skip
+
+SENTINEL_SUBSCRIBER = {
+    "subscriberId": "sub-external", "_id": "sub-internal", "firstName": "First",
+    "lastName": "Last", "email": "e@x.example", "phone": "+100", "avatar": "avatar-url",
+    "locale": "fr_FR", "timezone": "Europe/Paris", "data": {"d": 2},
+    "channels": [{"providerId": "fcm", "credentials": {"deviceTokens": ["t1", "t2", "t3"]}}],
+    "isOnline": True, "lastOnlineAt": _t("07.000"), "createdAt": _t("08.000"),
+    "updatedAt": _t("09.000"), "deleted": False, "__v": 5, "_environmentId": "env-id",
+    "_organizationId": "org-id",
+}  # fmt: skip
+
+EXPECTED_SUBSCRIBER = {
+    "subscriber_id": "sub-external", "subscriber_internal_id": "sub-internal",
+    "first_name": "First", "last_name": "Last", "email": "e@x.example", "phone": "+100",
+    "avatar": "avatar-url", "locale": "fr_FR", "timezone": "Europe/Paris", "data": {"d": 2},
+    "channels": SENTINEL_SUBSCRIBER["channels"], "provider_ids": ["fcm"],
+    "device_token_count": 3, "is_online": True, "last_online_at": _t("07.000"),
+    "created_at": _t("08.000"), "updated_at": _t("09.000"), "deleted": False, "version": 5,
+    "environment_id": "env-id", "organization_id": "org-id",
+}  # fmt: skip
+
+SENTINEL_SUBSCRIPTION = {
+    "_id": "subscription-id", "identifier": "tk=topic-key:si=sub-external",
+    "createdAt": _t("10.000"), "contextKeys": ["tenant:acme"],
+    "topic": {"_id": "topic-id", "key": "topic-key", "name": "Topic name"},
+    "subscriber": {"_id": "sub-internal", "subscriberId": "sub-external", "email": "e@x.example",
+                   "firstName": "First", "lastName": "Last"},
+}  # fmt: skip
+
+EXPECTED_SUBSCRIPTION = {
+    "subscription_id": "subscription-id", "identifier": "tk=topic-key:si=sub-external",
+    "created_at": _t("10.000"), "topic_id": "topic-id", "topic_key": "topic-key",
+    "topic_name": "Topic name", "context_keys": ["tenant:acme"],
+    "subscriber_internal_id": "sub-internal", "subscriber_id": "sub-external",
+    "subscriber_email": "e@x.example", "subscriber_first_name": "First",
+    "subscriber_last_name": "Last",
+}  # fmt: skip
+
+SENTINEL_INTEGRATION = {
+    "_id": "integration-id", "name": "Integration name", "identifier": "integration-identifier",
+    "providerId": "sendgrid", "channel": "email", "active": True, "primary": False,
+    "deleted": True, "deletedAt": _t("11.000"), "deletedBy": "deleter-id",
+    "credentials": {"from": "a@x.example"}, "conditions": [{"type": "AND"}],
+    "configurations": {"inboundWebhookEnabled": False}, "createdAt": _t("12.000"),
+    "updatedAt": _t("13.000"), "_environmentId": "env-id", "_organizationId": "org-id",
+}  # fmt: skip
+
+EXPECTED_INTEGRATION = {
+    "integration_id": "integration-id", "name": "Integration name",
+    "identifier": "integration-identifier", "provider_id": "sendgrid", "channel": "email",
+    "active": True, "primary": False, "deleted": True, "deleted_at": _t("11.000"),
+    "deleted_by": "deleter-id", "credentials": {"from": "a@x.example"},
+    "conditions": [{"type": "AND"}], "configurations": {"inboundWebhookEnabled": False},
+    "created_at": _t("12.000"), "updated_at": _t("13.000"), "environment_id": "env-id",
+    "organization_id": "org-id",
+}  # fmt: skip
+
+
+def _assert_rows(frame, spec, expected_rows):
+    assert list(frame.columns) == schemas.names(spec)
+    assert len(frame) == len(expected_rows)
+    for position, expected in enumerate(expected_rows):
+        assert set(expected) == set(frame.columns)
+        for column in spec:
+            value, want = frame[column.name].iloc[position], expected[column.name]
+            if column.dtype == schemas.DATETIME:
+                want = pd.Timestamp(want)
+            if want is None:
+                assert pd.isna(value), column.name
+            else:
+                assert value == want, (column.name, value, want)
+        for column in spec:
+            assert str(frame[column.name].dtype) == str(column.dtype) or (
+                column.dtype == schemas.CATEGORY
+                and isinstance(frame[column.name].dtype, pd.CategoricalDtype)
+            ), column.name
+
+
+def test_every_activity_column_gets_its_own_field():
+    notifications, jobs, details = activity_frames([SENTINEL_NOTIFICATION])
+    _assert_rows(notifications, schemas.NOTIFICATIONS, [EXPECTED_NOTIFICATION])
+    _assert_rows(jobs, schemas.JOBS, [EXPECTED_JOB])
+    _assert_rows(details, schemas.EXECUTION_DETAILS, EXPECTED_DETAILS)
+
+
+def test_every_subscriber_subscription_and_integration_column_gets_its_own_field():
+    frame = subscribers_frame([SENTINEL_SUBSCRIBER], reveal_secrets=True)
+    _assert_rows(frame, schemas.SUBSCRIBERS, [EXPECTED_SUBSCRIBER])
+    _assert_rows(
+        subscriptions_frame([SENTINEL_SUBSCRIPTION]), schemas.SUBSCRIPTIONS, [EXPECTED_SUBSCRIPTION]
+    )
+    frame = integrations_frame([SENTINEL_INTEGRATION], reveal_secrets=True)
+    _assert_rows(frame, schemas.INTEGRATIONS, [EXPECTED_INTEGRATION])
+
+
+def test_older_subscriptions_without_identifier_and_context_keys_give_missing_values():
+    older = {
+        k: v for k, v in SENTINEL_SUBSCRIPTION.items() if k not in ("identifier", "contextKeys")
+    }
+    expected = {**EXPECTED_SUBSCRIPTION, "identifier": None, "context_keys": None}
+    _assert_rows(subscriptions_frame([older]), schemas.SUBSCRIPTIONS, [expected])
+
+
+def test_frames_built_in_small_chunks_equal_frames_built_at_once(seeded, monkeypatch):
+    whole = activity_frames(seeded)
+    monkeypatch.setattr("toolkit.frames._Table.CHUNK", 7)
+    chunked = activity_frames(seeded)
+    assert len(whole.execution_details) > 7 * 3
+    for expected, got in zip(whole, chunked, strict=True):
+        pd.testing.assert_frame_equal(got, expected)

@@ -28,18 +28,6 @@ from toolkit.errors import (
 from toolkit.redact import MASK
 
 
-class Waits(list):
-    """An injectable ``sleep`` that records the waits instead of waiting."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-@pytest.fixture
-def waits():
-    return Waits()
-
-
 def transport(sandbox, waits, **options):
     options = {"sleep": waits, "rng": random.Random(1), **options}
     return Transport(sandbox.url, sandbox.api_key, **options)

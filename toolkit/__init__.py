@@ -21,6 +21,7 @@ _EXPORTS = {
     "read_activity": "toolkit.read",
     "read_integrations": "toolkit.read",
     "Activity": "toolkit.frames",
+    "find_incidents": "toolkit.incidents",
     "errors": "toolkit.errors",
     "charts": "toolkit.charts",
     "panels": "toolkit.panels",

@@ -391,7 +391,12 @@ class Client:
 
     # -- activity ----------------------------------------------------------------------------
 
-    def list_activity(
+    def list_activity(self, **filters: Any) -> list[dict[str, Any]]:
+        """All notifications matching the filters (``GET /v1/notifications``), newest first, as
+        one list: `iter_activity`'s arguments, read to the end."""
+        return list(self.iter_activity(**filters))
+
+    def iter_activity(
         self,
         *,
         channels: str | Iterable[str] | None = None,
@@ -408,8 +413,9 @@ class Client:
         page_size: int = 50,
         workers: int | None = None,
         progress: bool | None = None,
-    ) -> list[dict[str, Any]]:
-        """All notifications matching the filters (``GET /v1/notifications``), newest first.
+    ) -> Iterator[dict[str, Any]]:
+        """The notifications matching the filters (``GET /v1/notifications``), newest first,
+        yielded as their pages arrive (arguments are checked before this returns).
 
         The window is pinned first: ``before`` defaults to ``client.now()`` at the start of the
         read, so that records arriving meanwhile do not shift the pages. Pages of ``page_size``
@@ -461,7 +467,7 @@ class Client:
             workers=self.workers if workers is None else _count("workers", workers, 1, 64),
             progress=self.progress if progress is None else progress,
         )
-        return pager.read()
+        return pager.records()
 
     # -- plumbing ----------------------------------------------------------------------------
 

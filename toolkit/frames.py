@@ -37,6 +37,7 @@ one) and ``error_code`` the provider's code found in that detail's ``raw`` (see 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -117,29 +118,31 @@ def subscribers_frame(
     for record in records:
         channels = record.get("channels") or []
         table.add(
-            (
-                record.get("subscriberId"),
-                record.get("_id"),
-                record.get("firstName"),
-                record.get("lastName"),
-                record.get("email"),
-                record.get("phone"),
-                record.get("avatar"),
-                record.get("locale"),
-                record.get("timezone"),
-                record.get("data"),
-                channels if reveal_secrets else mask_channels(channels),
-                [setting.get("providerId") for setting in channels],
-                sum(len(_credentials(setting).get("deviceTokens") or ()) for setting in channels),
-                record.get("isOnline"),
-                record.get("lastOnlineAt"),
-                record.get("createdAt"),
-                record.get("updatedAt"),
-                record.get("deleted"),
-                record.get("__v"),
-                record.get("_environmentId"),
-                record.get("_organizationId"),
-            )
+            {
+                "subscriber_id": record.get("subscriberId"),
+                "subscriber_internal_id": record.get("_id"),
+                "first_name": record.get("firstName"),
+                "last_name": record.get("lastName"),
+                "email": record.get("email"),
+                "phone": record.get("phone"),
+                "avatar": record.get("avatar"),
+                "locale": record.get("locale"),
+                "timezone": record.get("timezone"),
+                "data": record.get("data"),
+                "channels": channels if reveal_secrets else mask_channels(channels),
+                "provider_ids": [setting.get("providerId") for setting in channels],
+                "device_token_count": sum(
+                    len(_credentials(setting).get("deviceTokens") or ()) for setting in channels
+                ),
+                "is_online": record.get("isOnline"),
+                "last_online_at": record.get("lastOnlineAt"),
+                "created_at": record.get("createdAt"),
+                "updated_at": record.get("updatedAt"),
+                "deleted": record.get("deleted"),
+                "version": record.get("__v"),
+                "environment_id": record.get("_environmentId"),
+                "organization_id": record.get("_organizationId"),
+            }
         )
     return table.frame(provenance)
 
@@ -153,18 +156,20 @@ def subscriptions_frame(
         topic = record.get("topic") or {}
         subscriber = record.get("subscriber") or {}
         table.add(
-            (
-                record.get("_id"),
-                record.get("createdAt"),
-                topic.get("_id"),
-                topic.get("key"),
-                topic.get("name"),
-                subscriber.get("_id"),
-                subscriber.get("subscriberId"),
-                subscriber.get("email"),
-                subscriber.get("firstName"),
-                subscriber.get("lastName"),
-            )
+            {
+                "subscription_id": record.get("_id"),
+                "identifier": record.get("identifier"),
+                "created_at": record.get("createdAt"),
+                "topic_id": topic.get("_id"),
+                "topic_key": topic.get("key"),
+                "topic_name": topic.get("name"),
+                "context_keys": record.get("contextKeys"),
+                "subscriber_internal_id": subscriber.get("_id"),
+                "subscriber_id": subscriber.get("subscriberId"),
+                "subscriber_email": subscriber.get("email"),
+                "subscriber_first_name": subscriber.get("firstName"),
+                "subscriber_last_name": subscriber.get("lastName"),
+            }
         )
     return table.frame(provenance)
 
@@ -189,25 +194,25 @@ def integrations_frame(
                 mask_credentials(configurations),
             )
         table.add(
-            (
-                record.get("_id"),
-                record.get("name"),
-                record.get("identifier"),
-                record.get("providerId"),
-                record.get("channel"),
-                record.get("active"),
-                record.get("primary"),
-                record.get("deleted"),
-                record.get("deletedAt"),
-                record.get("deletedBy"),
-                credentials,
-                record.get("conditions"),
-                configurations,
-                record.get("createdAt"),
-                record.get("updatedAt"),
-                record.get("_environmentId"),
-                record.get("_organizationId"),
-            )
+            {
+                "integration_id": record.get("_id"),
+                "name": record.get("name"),
+                "identifier": record.get("identifier"),
+                "provider_id": record.get("providerId"),
+                "channel": record.get("channel"),
+                "active": record.get("active"),
+                "primary": record.get("primary"),
+                "deleted": record.get("deleted"),
+                "deleted_at": record.get("deletedAt"),
+                "deleted_by": record.get("deletedBy"),
+                "credentials": credentials,
+                "conditions": record.get("conditions"),
+                "configurations": configurations,
+                "created_at": record.get("createdAt"),
+                "updated_at": record.get("updatedAt"),
+                "environment_id": record.get("_environmentId"),
+                "organization_id": record.get("_organizationId"),
+            }
         )
     return table.frame(provenance)
 
@@ -283,49 +288,49 @@ def error_code(raw: str | None) -> str | None:
 
 
 # -- activity rows -----------------------------------------------------------------------------
-# The adders append straight to the column lists (no per-row objects: this is the hot loop).
+# Each row is a dict keyed by column name, appended straight to the column lists (no record is
+# kept: the records' own strings and objects are all that stay).
 
 
 def _notification_adder(table: _Table, add_job: Callable[..., str]) -> Callable[..., None]:
     """A function adding one ActivityNotification, its jobs and their execution details."""
-    (add_notification_id, add_created_at, add_updated_at, add_transaction_id, add_template_id,
-     add_workflow_name, add_workflow_identifier, add_template_origin, add_subscriber_internal_id,
-     add_subscriber_id, add_subscriber_email, add_subscriber_first_name, add_subscriber_last_name,
-     add_subscriber_phone, add_channels, add_topic_keys, add_tags, add_severity, add_critical,
-     add_digested_notification_id, add_payload, add_job_count, add_failed_job_count, add_status,
-     add_environment_id, add_organization_id) = table.appenders  # fmt: skip
+    add_row = table.add
 
     def add(record: Mapping[str, Any]) -> None:
         subscriber = record.get("subscriber") or {}
         template = record.get("template") or {}
         triggers = template.get("triggers") or [{}]
         finals = [add_job(job) for job in record.get("jobs") or ()]
-        add_notification_id(record.get("_id"))
-        add_created_at(record.get("createdAt"))
-        add_updated_at(record.get("updatedAt"))
-        add_transaction_id(record.get("transactionId"))
-        add_template_id(record.get("_templateId") or template.get("_id"))
-        add_workflow_name(template.get("name"))
-        add_workflow_identifier(triggers[0].get("identifier"))
-        add_template_origin(template.get("origin"))
-        add_subscriber_internal_id(record.get("_subscriberId") or subscriber.get("_id"))
-        add_subscriber_id(subscriber.get("subscriberId"))
-        add_subscriber_email(subscriber.get("email"))
-        add_subscriber_first_name(subscriber.get("firstName"))
-        add_subscriber_last_name(subscriber.get("lastName"))
-        add_subscriber_phone(subscriber.get("phone"))
-        add_channels(record.get("channels") or [])
-        add_topic_keys([topic.get("topicKey") for topic in record.get("topics") or ()])
-        add_tags(record.get("tags") or [])
-        add_severity(record.get("severity"))
-        add_critical(record.get("critical"))
-        add_digested_notification_id(record.get("_digestedNotificationId"))
-        add_payload(record.get("payload"))
-        add_job_count(len(finals))
-        add_failed_job_count(finals.count("failed"))
-        add_status(_overall_status(finals))
-        add_environment_id(record.get("_environmentId"))
-        add_organization_id(record.get("_organizationId"))
+        add_row(
+            {
+                "notification_id": record.get("_id"),
+                "created_at": record.get("createdAt"),
+                "updated_at": record.get("updatedAt"),
+                "transaction_id": record.get("transactionId"),
+                "template_id": record.get("_templateId") or template.get("_id"),
+                "workflow_name": template.get("name"),
+                "workflow_identifier": triggers[0].get("identifier"),
+                "template_origin": template.get("origin"),
+                "subscriber_internal_id": record.get("_subscriberId") or subscriber.get("_id"),
+                "subscriber_id": subscriber.get("subscriberId"),
+                "subscriber_email": subscriber.get("email"),
+                "subscriber_first_name": subscriber.get("firstName"),
+                "subscriber_last_name": subscriber.get("lastName"),
+                "subscriber_phone": subscriber.get("phone"),
+                "channels": record.get("channels") or [],
+                "topic_keys": [topic.get("topicKey") for topic in record.get("topics") or ()],
+                "tags": record.get("tags") or [],
+                "severity": record.get("severity"),
+                "critical": record.get("critical"),
+                "digested_notification_id": record.get("_digestedNotificationId"),
+                "payload": record.get("payload"),
+                "job_count": len(finals),
+                "failed_job_count": finals.count("failed"),
+                "status": _overall_status(finals),
+                "environment_id": record.get("_environmentId"),
+                "organization_id": record.get("_organizationId"),
+            }
+        )
 
     return add
 
@@ -333,12 +338,7 @@ def _notification_adder(table: _Table, add_job: Callable[..., str]) -> Callable[
 def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str]:
     """A function adding one ActivityJob and its execution details; it returns the job's final
     status."""
-    (add_job_id, add_type, add_status, add_final_status, add_step_id, add_step_name,
-     add_provider_id, add_digest_type, add_updated_at, add_execution_count, add_failed_count,
-     add_retry_count, add_error_text, add_error_code) = jobs.appenders  # fmt: skip
-    (add_detail_id, add_created_at, add_detail_status, add_source, add_detail,
-     add_detail_provider_id, add_is_retry, add_is_test, add_raw, add_detail_error_text,
-     add_detail_error_code) = details.appenders  # fmt: skip
+    add_job, add_detail = jobs.add, details.add
 
     def add(job: Mapping[str, Any]) -> str:
         provider = job.get("providerId")
@@ -351,39 +351,45 @@ def _job_adder(jobs: _Table, details: _Table) -> Callable[..., str]:
                 raw = json.dumps(raw)
             is_retry = detail.get("isRetry")
             retries += is_retry is True
-            add_detail_id(detail.get("_id"))
-            add_created_at(detail.get("createdAt"))
-            add_detail_status(status)
-            add_source(detail.get("source"))
-            add_detail(text)
-            add_detail_provider_id(detail.get("providerId") or provider)
-            add_is_retry(is_retry)
-            add_is_test(detail.get("isTest"))
-            add_raw(raw)
-            if status == "Failed":
+            failure = status == "Failed"
+            if failure:
                 failed += 1
                 error_text, code = text, error_code(raw)
-                add_detail_error_text(text)
-                add_detail_error_code(code)
-            else:
-                add_detail_error_text(None)
-                add_detail_error_code(None)
+            add_detail(
+                {
+                    "execution_detail_id": detail.get("_id"),
+                    "created_at": detail.get("createdAt"),
+                    "status": status,
+                    "source": detail.get("source"),
+                    "detail": text,
+                    "provider_id": detail.get("providerId") or provider,
+                    "is_retry": is_retry,
+                    "is_test": detail.get("isTest"),
+                    "raw": raw,
+                    "error_text": text if failure else None,
+                    "error_code": code if failure else None,
+                }
+            )
         final = _final_status(job.get("status"), job.get("type"), executions)
         step, digest = job.get("step") or {}, job.get("digest") or {}
-        add_job_id(job.get("_id"))
-        add_type(job.get("type"))
-        add_status(job.get("status"))
-        add_final_status(final)
-        add_step_id(step.get("_id"))
-        add_step_name(step.get("name"))
-        add_provider_id(provider)
-        add_digest_type(digest.get("type"))
-        add_updated_at(job.get("updatedAt"))
-        add_execution_count(len(executions))
-        add_failed_count(failed)
-        add_retry_count(retries)
-        add_error_text(error_text)
-        add_error_code(code)
+        add_job(
+            {
+                "job_id": job.get("_id"),
+                "type": job.get("type"),
+                "status": job.get("status"),
+                "final_status": final,
+                "step_id": step.get("_id"),
+                "step_name": step.get("name"),
+                "provider_id": provider,
+                "digest_type": digest.get("type"),
+                "updated_at": job.get("updatedAt"),
+                "execution_count": len(executions),
+                "failed_count": failed,
+                "retry_count": retries,
+                "error_text": error_text,
+                "error_code": code,
+            }
+        )
         return final
 
     return add
@@ -481,40 +487,80 @@ def _code_text(value: Any, one_word: bool) -> str | None:
 class _Table:
     """The columns of one frame, as lists filled row by row, then as arrays of their dtypes.
 
-    ``appenders`` are the lists' ``append`` methods in spec order, leaving out the ``given``
-    columns, which are passed whole to `frame`.
+    Rows are dicts keyed by column name, with every column of the spec but the ``given`` ones
+    (passed whole to `frame`): a missing or unknown name is an error, never a shifted column.
+    Every `CHUNK` rows the lists are turned into compact arrays (categories into shared
+    strings), so that a long read does not hold a Python object per value; object columns keep
+    the records' own objects.
     """
+
+    #: Rows between two conversions of the lists.
+    CHUNK = 4096
 
     def __init__(self, spec: Sequence[Column], given: Iterable[str] = ()):
         self.spec = spec
         given = set(given)
+        self.columns = {column.name: column for column in spec}
         self.lists = {column.name: [] for column in spec if column.name not in given}
-        self.appenders = tuple(values.append for values in self.lists.values())
+        self.parts: dict[str, list[Any]] = {name: [] for name in self.lists}
+        self._appenders = tuple((name, values.append) for name, values in self.lists.items())
+        self._rows = 0
         self.arrays: dict[str, Any] = {}
 
-    def add(self, row: Sequence[Any]) -> None:
-        """Add one row, given as its values in spec order."""
-        for append, value in zip(self.appenders, row, strict=True):
-            append(value)
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Add one row: a value for each column, by name."""
+        if len(row) != len(self._appenders):
+            unknown = set(row).symmetric_difference(self.lists)
+            raise KeyError(f"columns not in the row or not in the frame: {sorted(unknown)}")
+        for name, append in self._appenders:
+            append(row[name])
+        self._rows += 1
+        if self._rows % self.CHUNK == 0:
+            self._compact()
+
+    def _compact(self) -> None:
+        for name, values in self.lists.items():
+            column = self.columns[name]
+            if column.dtype == schemas.OBJECT:
+                continue
+            if column.dtype == schemas.CATEGORY:
+                shared: dict[Any, Any] = {}
+                self.parts[name].append([shared.setdefault(value, value) for value in values])
+            else:
+                self.parts[name].append(_array(values, column))
+            values.clear()
 
     def array(self, name: str) -> Any:
         """The column ``name`` as an array of its dtype (its list is dropped)."""
         if name not in self.arrays:
-            column = next(column for column in self.spec if column.name == name)
-            self.arrays[name] = _array(self.lists.pop(name), column)
+            column, values, parts = self.columns[name], self.lists.pop(name), self.parts.pop(name)
+            if column.dtype == schemas.CATEGORY:
+                self.arrays[name] = _array([*itertools.chain(*parts), *values], column)
+            elif parts:
+                parts.append(_array(values, column))
+                self.arrays[name] = _concat(parts)
+            else:
+                self.arrays[name] = _array(values, column)
         return self.arrays[name]
 
     def frame(
         self, provenance: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
     ) -> pd.DataFrame:
         """The frame, with the ``given`` columns' arrays and the provenance as ``attrs``."""
-        self.appenders = ()
+        self._appenders = ()
         self.arrays.update(given or {})
         data = {column.name: self.array(column.name) for column in self.spec}
         self.arrays = {}
         frame = pd.DataFrame(data, copy=False)
         frame.attrs = dict(provenance or {})
         return frame
+
+
+def _concat(parts: list[Any]) -> Any:
+    """Arrays of one dtype end to end."""
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    return pd.concat([pd.Series(part, copy=False) for part in parts], ignore_index=True).array
 
 
 #: Columns built whole (parent keys repeated, times from the details), not row by row.

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from toolkit.errors import PaginationError
 
-__all__ = ["ActivityPager", "iter_cursor_pages"]
+__all__ = ["ActivityPager", "iter_cursor_pages", "progress_bar"]
 
 
 def _items(body: Any) -> list[Any]:
@@ -61,9 +63,11 @@ def iter_cursor_pages(
 class ActivityPager:
     """Reads a page-numbered feed concurrently, in page order, without gaps or duplicates.
 
-    Up to ``workers`` pages are in flight at once; reading stops at the first empty or short
-    page (or ``hasMore: false``), since ``hasMore`` alone can be true on a last, full page.
-    The caller pins the window (``before``) so that offsets stay put while pages are read.
+    Pages in flight ramp up 1, 2, 4, ... to ``workers`` as pages arrive, so a short result is not
+    over-fetched; reading stops at the first empty or short page (or ``hasMore: false``), since
+    ``hasMore`` alone can be true on a last, full page. Pages are handed on in order as soon as
+    they are contiguous and then dropped, so the caller can build its columns while the next
+    pages are fetched. The caller pins the window (``before``) so that offsets stay put.
 
     Parameters
     ----------
@@ -74,7 +78,7 @@ class ActivityPager:
     limit : int, optional
         Read at most this many items.
     workers : int
-        Pages fetched concurrently.
+        Most pages fetched at once.
     progress : bool
         Show a progress bar (tqdm) once the read takes more than one page.
     """
@@ -91,40 +95,70 @@ class ActivityPager:
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
         self.page_size = min(page_size, limit) if limit else page_size
         self.pages = math.ceil(limit / self.page_size) if limit else math.inf
+        #: Pages requested so far (past-the-end ones included).
+        self.requested = 0
 
     def read(self) -> list[dict[str, Any]]:
-        """Fetch every page and return the items, de-duplicated by ``_id``, in feed order."""
-        pages = {0: self._page(0)}
-        if self._last(0, pages[0]) or self.pages == 1:
-            return self._collect(pages, 1)
-        bar = self._bar(len(pages[0][0]))
-        end = self.pages  # pages at or past `end` are not needed
+        """Every item, de-duplicated by ``_id``, in feed order."""
+        return list(self.records())
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive."""
+        seen: set[Any] = set()
+        count = 0
+        for items in self._ordered():
+            for item in items:
+                key = _key(item)
+                if key is not None and key in seen:
+                    continue
+                seen.add(key)
+                yield item
+                count += 1
+                if self.limit and count >= self.limit:
+                    return
+
+    def _ordered(self) -> Iterator[list[Any]]:
+        """Each page's items, in page order."""
+        first = self._page(0)
+        if self._last(0, first) or self.pages == 1:
+            yield first[0]
+            return
+        bar = self._bar(len(first[0]))
         pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
         pending: dict[Future, int] = {}
-        following = 1
+        arrived: dict[int, tuple[list[Any], Any]] = {}
+        end, following, in_flight = self.pages, 1, 1  # pages at or past `end` are not needed
+        previous = [_key(item) for item in first[0]]
         try:
-            while pending or following < end:
-                while following < end and len(pending) < self.workers:
-                    pending[pool.submit(self._page, following)] = following
-                    following += 1
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    number = pending.pop(future)
+            yield first[0]
+            del first
+            for number in itertools.count(1):
+                while number not in arrived:
+                    while following < end and len(pending) < in_flight:
+                        pending[pool.submit(self._page, following)] = following
+                        following += 1
                     if number >= end:
-                        continue
-                    pages[number] = future.result()
-                    self._check_repeat(pages, number)
-                    if self._last(number, pages[number]):
-                        end = number + 1
-                    if bar is not None:
-                        bar.update(len(pages[number][0]))
+                        return
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        page = pending.pop(future)
+                        if page < end:
+                            arrived[page] = future.result()
+                            in_flight = min(self.workers, in_flight * 2)
+                            if self._last(page, arrived[page]):
+                                end = page + 1
+                items = arrived.pop(number)[0]
+                previous = self._check_repeat(previous, items, number)
+                if bar is not None:
+                    bar.update(len(items))
+                yield items
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             if bar is not None:
                 bar.close()
-        return self._collect(pages, end)
 
     def _page(self, number: int) -> tuple[list[Any], Any]:
+        self.requested += 1
         body = self.fetch(number, self.page_size)
         return _items(body), body
 
@@ -133,36 +167,39 @@ class ActivityPager:
         has_more = body.get("hasMore") if isinstance(body, Mapping) else None
         return len(items) < self.page_size or has_more is False or number + 1 >= self.pages
 
-    def _check_repeat(self, pages: dict[int, tuple[list[Any], Any]], number: int) -> None:
-        ids = [_key(item) for item in pages[number][0]]
-        if not ids or None in ids:
-            return
-        for neighbour in (number - 1, number + 1):
-            if neighbour in pages and [_key(i) for i in pages[neighbour][0]] == ids:
-                first, second = sorted((number, neighbour))
-                raise PaginationError(
-                    f"the service returned the same items for pages {first} and {second}"
-                    " (is the `page` parameter ignored?); stopped"
-                )
-
-    def _collect(self, pages: dict[int, tuple[list[Any], Any]], end: float) -> list[dict[str, Any]]:
-        seen: set[Any] = set()
-        out: list[dict[str, Any]] = []
-        for number in sorted(n for n in pages if n < end):
-            for item in pages[number][0]:
-                key = _key(item)
-                if key is not None and key in seen:
-                    continue
-                seen.add(key)
-                out.append(item)
-        return out[: self.limit] if self.limit else out
+    @staticmethod
+    def _check_repeat(previous: list[Any], items: list[Any], number: int) -> list[Any]:
+        """The keys of page ``number``, after checking it does not repeat the page before."""
+        ids = [_key(item) for item in items]
+        if ids and None not in ids and ids == previous:
+            raise PaginationError(
+                f"the service returned the same items for pages {number - 1} and {number}"
+                " (is the `page` parameter ignored?); stopped"
+            )
+        return ids
 
     def _bar(self, initial: int):
         if not self.progress:
             return None
-        from tqdm.auto import tqdm
+        return progress_bar(total=self.limit, initial=initial, unit=" rows", desc="activity")
 
-        return tqdm(total=self.limit, initial=initial, unit=" rows", desc="activity")
+
+def progress_bar(**options: Any):
+    """A tqdm bar (a widget in a notebook); in a log that is not a terminal, redrawn at most every
+    30 s rather than several times a second."""
+    from tqdm.auto import tqdm
+
+    in_notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    if not in_notebook and not _is_terminal(sys.stderr):
+        options.setdefault("mininterval", 30.0)
+    return tqdm(**options)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _key(item: Any) -> Any:

@@ -122,9 +122,11 @@ def read_subscriptions(
     -------
     DataFrame
         One row per subscription, in the order of ``subscriber_ids``: ``subscription_id``,
-        ``created_at`` (datetime, UTC), ``topic_id``, ``topic_key``, ``topic_name``,
+        ``identifier`` (e.g. ``tk=product-updates:si=subscriber-123``), ``created_at``
+        (datetime, UTC), ``topic_id``, ``topic_key``, ``topic_name``, ``context_keys`` (list),
         ``subscriber_internal_id``, ``subscriber_id`` (external), ``subscriber_email``,
-        ``subscriber_first_name``, ``subscriber_last_name`` (string).
+        ``subscriber_first_name``, ``subscriber_last_name`` (string). Older servers send no
+        ``identifier`` nor ``contextKeys``: missing values.
     """
     subscriber_ids = _listed(subscriber_ids)
     by_subscriber = client.list_subscriptions_many(
@@ -153,7 +155,10 @@ def read_activity(
     workers: int | None = None,
     progress: bool | None = None,
 ) -> Activity:
-    """The notifications of a time window as three linked frames (`Client.list_activity`).
+    """The notifications of a time window as three linked frames (`Client.iter_activity`).
+
+    Pages are turned into columns as they arrive (no record is kept whole), while the next
+    pages are fetched.
 
     The window is pinned before the first request: ``before`` defaults to the service's now,
     and relative times (``"24h"``, ``"7d"``) count back from that same instant.
@@ -214,7 +219,7 @@ def read_activity(
         "topic_key": topic_key,
         "limit": limit,
     }
-    records = client.list_activity(
+    records = client.iter_activity(
         **filters, after=start, before=end, workers=workers, progress=progress
     )
     provenance = _provenance(client, "list_activity", filters)

@@ -154,10 +154,12 @@ SUBSCRIBERS = (
 
 SUBSCRIPTIONS = (
     Column("subscription_id", STRING),
+    Column("identifier", STRING),
     Column("created_at", DATETIME),
     Column("topic_id", STRING),
     Column("topic_key", STRING),
     Column("topic_name", STRING),
+    Column("context_keys", OBJECT),
     Column("subscriber_internal_id", STRING),
     Column("subscriber_id", STRING),
     Column("subscriber_email", STRING),

@@ -126,13 +126,13 @@ class LiveTraffic:
                 paced += 1
                 continue
             with self.store.write() as db:
-                db.executemany(seeding.INSERT_NOTIFICATION, [s.render(now) for s in stories])
+                db.executemany(seeding.INSERT_NOTIFICATION, [s.row(now) for s in stories])
                 db.executemany(
                     seeding.INSERT_NOTIFICATION_TOPIC, [r for s in stories for r in s.topic_rows()]
                 )
                 db.executemany(
                     "UPDATE notifications SET doc = ? WHERE id = ?",
-                    [(s.render(now)[-1], s.id) for s in changed],
+                    [(seeding.to_json(s.document(now)), s.id) for s in changed],
                 )
             self.count += len(stories)
             paced += max(1, len(stories))
