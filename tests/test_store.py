@@ -75,6 +75,9 @@ def test_metrics_from_only_the_required_columns(synced):
     pd.testing.assert_frame_equal(
         delivery_jobs(lean).reset_index(drop=True), delivery_jobs(full).reset_index(drop=True)
     )
+    found = toolkit.find_incidents(full)
+    assert len(found) > 0  # the planted incidents of the last days
+    pd.testing.assert_frame_equal(toolkit.find_incidents(lean), found)
 
 
 def test_second_sync_is_incremental_and_upserts(fresh_sandbox, tmp_path):

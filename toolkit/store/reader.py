@@ -184,7 +184,8 @@ class Store:
 
         Each frame has only its `toolkit.metrics.REQUIRED_COLUMNS`; jobs and execution details
         are selected in DuckDB, and the execution details are reduced there to each job's first
-        ``Success`` (all that the measures read of them).
+        ``Success`` and its ``Failed`` ones (their payloads are the incidents' examples): all
+        that the measures read of them.
         """
         import duckdb
 
@@ -209,13 +210,7 @@ class Store:
                 files["jobs"],
                 "jobs",
             )
-            details = _query(
-                con,
-                "SELECT job_id, 'Success' AS status, min(created_at) AS created_at"
-                f" FROM read_parquet(?) WHERE status = 'Success' AND {chosen} GROUP BY job_id",
-                files["execution_details"],
-                "execution_details",
-            )
+            details = _query(con, _reduced_details(chosen), files["execution_details"], "execution_details")  # fmt: skip
         frames = [notifications]
         for table, rows in (("jobs", jobs), ("execution_details", details)):
             spec = tuple(c for c in layout.SPECS[table] if c.name in REQUIRED_COLUMNS[table])
@@ -312,6 +307,20 @@ def _in_window(notifications: pa.Table, start, end) -> pa.ChunkedArray:
     times = notifications["created_at"]
     low, high = pa.scalar(start, times.type), pa.scalar(end, times.type)
     return pc.and_(pc.greater_equal(times, low), pc.less_equal(times, high))
+
+
+def _reduced_details(chosen: str) -> str:
+    """Each job's first Success, and its Failed details whole, in time order."""
+    from toolkit.metrics import REQUIRED_COLUMNS
+
+    columns = REQUIRED_COLUMNS["execution_details"]
+    first = {"job_id": "job_id", "status": "'Success'", "created_at": "min(created_at)"}
+    success = ", ".join(f"{first.get(c, 'CAST(NULL AS VARCHAR)')} AS {c}" for c in columns)
+    return (
+        f"SELECT {success} FROM read_parquet($1) WHERE status = 'Success' AND {chosen}"
+        f" GROUP BY job_id UNION ALL SELECT {', '.join(columns)} FROM read_parquet($1)"
+        f" WHERE status = 'Failed' AND {chosen} ORDER BY created_at, job_id"
+    )
 
 
 def _query(con, sql: str, files: list[str], table: str) -> pa.Table:
