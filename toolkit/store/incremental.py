@@ -16,7 +16,6 @@ run gives.
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -40,16 +39,15 @@ from toolkit.store.state import (
     check_directory,
     writer_lock,
 )
-from toolkit.timeutil import parse_time, resolve_window, to_iso
+from toolkit.timeutil import parse_duration, parse_time, resolve_window, to_iso
 
-__all__ = ["SyncResult", "read_slices", "sync"]
+__all__ = ["SyncResult", "persist", "read_slices", "sync"]
 
 #: Records read from one slice's start of the feed before the next slice begins where it ended:
 #: 40 pages of 50, so that no request skips more than 1,950 records.
 SLICE_RECORDS = 2000
 #: Days read at once.
 DAYS_AT_ONCE = 4
-_DURATION = re.compile(r"^\s*\d+(\.\d+)?\s*[wdhms]\s*$")
 _MS = timedelta(milliseconds=1)
 
 
@@ -147,7 +145,7 @@ def sync(
         raise ParameterError("since", since, "the window's start: '7d', an ISO time or a datetime")
     now = client.now()
     start, before = resolve_window(since, None, now=now, after_name="since")
-    lag = _lag(lag, before)
+    lag = parse_duration(lag, name="lag")
     _check_retention(client, since, start, before, filters)
     show = client.progress if progress is None else progress
 
@@ -270,14 +268,47 @@ def _run(client, root, state, checkpoint, counts, show, allow_source_change) -> 
         pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
-    after = state.time("after")
-    run_start = parse_time(checkpoint.start)
-    state.after = to_iso(run_start if after is None else min(after, run_start))
-    watermark = state.time("watermark")
-    before = parse_time(checkpoint.before)
-    state.watermark = to_iso(before if watermark is None else max(watermark, before))
+    _widen(state, parse_time(checkpoint.start), parse_time(checkpoint.before))
     state.save(root)
     Checkpoint.clear(root)
+
+
+def persist(
+    store: str | Path, start: datetime, end: datetime, records: list[dict[str, Any]]
+) -> None:
+    """Write the records a caller read of ``[start, end]`` into a store that `sync` made, as a
+    sync run would (a Monitor's polls). The window grows to ``end`` only when ``start`` is not
+    after the watermark (no gap).
+
+    Raises
+    ------
+    StoreLockedError
+        A sync is writing to the store.
+    """
+    root = Path(store)
+    with writer_lock(root):
+        state = State.load(root)
+        if state is None:
+            raise StoreError(f"{root} is not a store: run sync first")
+        by_day: dict[str, list[dict[str, Any]]] = {day: [] for day in _days(start, end)}
+        for record in records:
+            by_day.setdefault(parse_time(record["createdAt"]).strftime("%Y-%m-%d"), []).append(
+                record
+            )
+        for day, chunk in by_day.items():
+            low, high = max(start, _day_start(day)), min(end, _day_end(day))
+            layout.write_day(root, day, _merge(root, day, low, high, chunk, state, False)[0])
+        watermark = state.time("watermark")
+        if watermark is not None and start <= watermark:
+            _widen(state, start, end)
+        state.save(root)
+
+
+def _widen(state: State, start: datetime, end: datetime) -> None:
+    """Move the store's window to cover ``[start, end]``."""
+    after, watermark = state.time("after"), state.time("watermark")
+    state.after = to_iso(start if after is None else min(after, start))
+    state.watermark = to_iso(end if watermark is None else max(watermark, end))
 
 
 def _in_turn(pool, days, client, checkpoint, filters, workers) -> Iterator[tuple[str, list]]:
@@ -386,14 +417,6 @@ def _check_retention(client, since, start, before, filters) -> None:
             f"a start within the plan's retention{earliest}: pass a later --since / since=;"
             " the store keeps what it already holds beyond it",
         ) from None
-
-
-def _lag(lag: Any, before: datetime) -> timedelta:
-    if isinstance(lag, timedelta) and lag >= timedelta(0):
-        return lag
-    if isinstance(lag, str) and _DURATION.match(lag):
-        return before - parse_time(lag, name="lag", now=before)
-    raise ParameterError("lag", lag, "a duration such as '1h', '30m', '2d' (or a timedelta >= 0)")
 
 
 def _remove_leftovers(root: Path) -> None:
