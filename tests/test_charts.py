@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from toolkit import charts
+from toolkit import charts, metrics
 from toolkit.errors import ParameterError
 from toolkit.frames import activity_frames
 
@@ -101,48 +101,52 @@ def test_status_timeline_buckets_and_fills_gaps():
         charts.status_timeline(details_frame(), freq="soon")
 
 
-def test_failure_rate_by_provider_from_details_and_from_jobs():
+def test_failure_rate_by_provider_from_the_activity_or_its_delivery_jobs():
     activity = sample_activity()
-    expected = {"(none)": [0.0], "fcm": [0.0], "sendgrid": [0.0], "svc": [0.0], "twilio": [1.0]}
-    # the digest step is left out; the chat job without provider is kept as "(none)"
-    assert (
-        _series(charts.failure_rate_by_provider(activity.execution_details, min_jobs=1)) == expected
-    )
-    assert _series(charts.failure_rate_by_provider(activity.jobs, min_jobs=1)) == expected
+    # the digest step is left out; the pending chat job (no provider) is in flight: no rate
+    expected = {"fcm": [0.0], "sendgrid": [0.0], "svc": [0.0], "twilio": [1.0]}
+    assert _series(charts.failure_rate_by_provider(activity, min_jobs=1)) == expected
+    jobs = metrics.delivery_jobs(activity)
+    assert _series(charts.failure_rate_by_provider(jobs, min_jobs=1)) == expected
 
 
 def test_failure_rate_by_provider_leaves_thin_buckets_as_gaps():
-    fig = charts.failure_rate_by_provider(sample_activity().jobs, min_jobs=2)
+    fig = charts.failure_rate_by_provider(sample_activity(), min_jobs=2)
     twilio = next(trace for trace in fig.data if trace.name == "twilio")
     assert list(twilio.y) == [None]  # one failed job of one: not a 100 % spike
     assert [list(point) for point in twilio.customdata] == [[1, 1]]  # the counts stay in the hover
 
 
-def test_delivery_latency_from_details_and_from_jobs():
+def test_time_to_deliver_and_job_duration_are_two_charts():
     activity = sample_activity()
-    from_details = charts.delivery_latency(activity.execution_details)
-    assert _series(from_details) == {"in_app": [0.0], "email": [2.0], "push": [0.0]}
-    from_jobs = charts.delivery_latency(activity.jobs)  # first to last detail of sent jobs
-    assert _series(from_jobs) == {"in_app": [1.0], "email": [5.0], "push": [0.0]}
+    # every notification is triggered at T0; first Success: email +2 s, push +3603, in-app +3605
+    fig = charts.time_to_deliver(activity)
+    assert fig.layout.title.text.startswith("Time to deliver per channel")
+    assert fig.layout.yaxis.type == "log"
+    assert _series(fig) == {"p50": [3605.0, 2.0, 3603.0], "p95": [3605.0, 2.0, 3603.0]}
+    assert list(fig.data[0].x) == ["in_app", "email", "push"]
+    assert list(fig.data[0].text) == ["60 min", "2 s", "60 min"]
+    # first to last detail, whatever the outcome: in-app 1 s, email 5, sms 2, chat 0, push 0
+    duration = charts.job_duration(activity)
+    assert duration.layout.title.text.startswith("Job duration per channel")
+    assert _series(duration)["p50"] == [1.0, 5.0, 2.0, 0.0, 0.0]
 
 
-def test_top_failures_and_failure_reasons():
-    activity = sample_activity()
-    table = charts.top_failures(activity.execution_details, activity.notifications)
-    assert table.drop(columns=["first_seen", "last_seen"]).to_dict("records") == [
-        {
-            "provider_id": "twilio",
-            "error_code": "503",
-            "error_text": "Timeout",
-            "count": 2,
-            "notifications": 1,
-            "transaction_ids": ["tx-2"],
-        }
-    ]
-    assert table["first_seen"][0] == T0 + pd.Timedelta(seconds=3601)
-    fig = charts.failure_reasons(activity.execution_details)
+def test_time_to_deliver_percentiles_by_hand():
+    times = [1.0, 2.0, 3.0, 4.0, 100.0]  # one slow job must not hide the others
+    jobs = pd.DataFrame({"channel": ["email"] * 5, "outcome": ["finished"] * 5,
+                         "time_to_deliver_s": times})  # fmt: skip
+    fig = charts.time_to_deliver(jobs)
+    # p95 by linear interpolation: position 0.95 * 4 = 3.8, so 4 + 0.8 * (100 - 4)
+    assert _series(fig) == {"p50": [3.0], "p95": [80.8]}
+    assert list(fig.data[1].text) == ["81 s"]
+    assert list(fig.data[0].customdata) == [5]  # jobs timed, in the hover
+
+
+def test_failure_reasons_count_failed_jobs():
+    fig = charts.failure_reasons(sample_activity())
     assert [t.name for t in fig.data] == ["Failed"]
-    assert list(fig.data[0].x) == [2]
+    assert list(fig.data[0].x) == [1]  # one failed job (two Failed details)
     assert fig.data[0].y[0] == "1. twilio · 503 · Timeout"
     assert fig.data[0].marker.color == charts.STATUS_COLORS["Failed"]
 
@@ -153,29 +157,65 @@ def test_delivery_funnel_is_cumulative():
     assert list(fig.data[0].x) == [5, 3, 2]
 
 
-@pytest.mark.parametrize(
-    "chart",
-    [
-        charts.status_by_channel,
-        charts.status_by_provider,
-        charts.status_timeline,
-        charts.failure_rate_by_provider,
-        charts.failure_reasons,
-        charts.delivery_latency,
-    ],
-)
-def test_empty_frames_give_a_no_data_figure(chart):
+def test_incident_window_shows_the_jobs_of_its_provider_around_it():
+    incident = {"kind": "provider_outage", "channel": "sms", "provider_id": "twilio",
+                "domain": None, "started_at": T0 + pd.Timedelta(seconds=3600),
+                "ended_at": T0 + pd.Timedelta(seconds=3660)}  # fmt: skip
+    fig = charts.incident_window(sample_activity(), incident)
+    assert fig.layout.title.text == "provider_outage: sms · twilio"
+    # 1 min incident, 30 min either side: 61 min in 5-min buckets, 10:30 to 11:30
+    finished, failed = fig.data
+    assert len(failed.x) == 13 and failed.x[0] == T0 + pd.Timedelta("30min")
+    assert dict(zip(failed.x, failed.y, strict=True))[T0 + pd.Timedelta("1h")] == 1
+    assert sum(failed.y) == 1 and sum(finished.y) == 0  # only twilio's sms job
+    (shade,) = fig.layout.shapes
+    assert (shade.x0, shade.x1) == (incident["started_at"], incident["ended_at"])
+
+
+DETAIL_CHARTS = [charts.status_by_channel, charts.status_by_provider, charts.status_timeline]
+JOB_CHARTS = [charts.failure_rate_by_provider, charts.failure_reasons, charts.time_to_deliver,
+              charts.job_duration]  # fmt: skip
+
+
+@pytest.mark.parametrize("chart", DETAIL_CHARTS)
+def test_empty_details_give_a_no_data_figure(chart):
     fig = chart(activity_frames([]).execution_details)
     assert isinstance(fig, go.Figure)
     assert fig.layout.title.text.endswith("no data")
     assert not fig.data
 
 
-def test_empty_activity():
-    empty = activity_frames([])
-    assert charts.delivery_funnel(empty).layout.title.text.endswith("no data")
-    assert charts.failure_rate_by_provider(empty.jobs).layout.title.text.endswith("no data")
-    assert charts.top_failures(empty.execution_details).empty
+@pytest.mark.parametrize("chart", [*JOB_CHARTS, charts.delivery_funnel])
+def test_an_empty_activity_gives_a_no_data_figure(chart):
+    fig = chart(activity_frames([]))
+    assert fig.layout.title.text.endswith("no data")
+    assert not fig.data
+
+
+@pytest.mark.parametrize("chart", DETAIL_CHARTS)
+@pytest.mark.parametrize("frame", ["notifications", "jobs"])
+def test_detail_charts_refuse_other_frames(chart, frame):
+    given = getattr(sample_activity(), frame)
+    with pytest.raises(ParameterError, match=r"details=.* execution details \(activity"):
+        chart(given)  # notifications have created_at and status: once a mis-titled chart
+
+
+@pytest.mark.parametrize("chart", JOB_CHARTS)
+@pytest.mark.parametrize("frame", ["notifications", "jobs", "execution_details"])
+def test_job_charts_refuse_other_frames(chart, frame):
+    given = getattr(sample_activity(), frame)
+    with pytest.raises(ParameterError, match=r"jobs=.*metrics.delivery_jobs") as error:
+        chart(given)
+    assert error.value.value.startswith("a frame of ")
+
+
+def test_wrong_types_are_refused():
+    with pytest.raises(ParameterError, match="activity='a NoneType'"):
+        charts.delivery_funnel(None)
+    with pytest.raises(ParameterError, match="details='a dict'"):
+        charts.status_by_channel({})
+    with pytest.raises(ParameterError, match="jobs='a frame of jobs"):
+        charts.failure_reasons(sample_activity().jobs)
 
 
 def test_summarize_lists_traces_and_totals():
@@ -190,8 +230,8 @@ def test_summarize_lists_traces_and_totals():
     ]
     funnel = charts.summarize(charts.delivery_funnel(sample_activity()))
     assert funnel.endswith("notifications: triggered 5, sent 3, delivered or read 2")
-    latency = charts.summarize(charts.delivery_latency(details_frame()))
-    assert "  email: n=1, median=2" in latency.splitlines()
+    timing = charts.summarize(charts.time_to_deliver(sample_activity()))
+    assert "  p50: in_app 3605, email 2, push 3603" in timing.splitlines()
     assert "twilio: 1 points, max=1" in charts.summarize(
-        charts.failure_rate_by_provider(details_frame(), min_jobs=1)
+        charts.failure_rate_by_provider(sample_activity(), min_jobs=1)
     )

@@ -53,6 +53,42 @@ def test_percentiles_per_group():
     assert "sms" not in set(table["channel"])  # never delivered: not timed
 
 
+def test_top_failures_count_failed_jobs_per_provider_and_error():
+    activity = _activity()
+    table = metrics.top_failures(metrics.delivery_jobs(activity), activity.notifications)
+    assert table.drop(columns=["first_seen", "last_seen"]).to_dict("records") == [
+        {
+            "channel": "sms",
+            "provider_id": "twilio",
+            "error_code": "503",
+            "error_text": "Timeout",
+            "failed": 1,
+            "notifications": 1,
+            "subscribers": 1,
+            "transaction_ids": ["tx-2"],
+        },
+    ]  # fmt: skip  (one failed job, although it has two Failed details)
+    # its first and last execution details
+    assert table.loc[0, "first_seen"] == pd.Timestamp("2026-11-01T11:00:00Z")
+    assert table.loc[0, "last_seen"] == pd.Timestamp("2026-11-01T11:00:02Z")
+    jobs = pd.DataFrame({
+        "job_id": ["a", "b", "c", "d", "e"], "notification_id": ["n1", "n2", "n3", "n4", "n5"],
+        "subscriber_id": ["u1", "u1", "u2", "u3", "u4"], "channel": ["sms"] * 4 + ["email"],
+        "provider_id": ["p", "p", "q", "p", None], "error_code": ["E1", "E1", "E1", "E2", None],
+        "error_text": ["x"] * 5, "outcome": ["failed"] * 4 + ["finished"],
+        "ended_at": pd.to_datetime([f"2026-11-01T10:0{m}:00Z" for m in (3, 1, 0, 2, 4)]),
+    })  # fmt: skip
+    jobs["started_at"] = jobs["ended_at"]
+    table = metrics.top_failures(jobs, top=2)
+    assert table[["provider_id", "error_code", "failed", "subscribers"]].values.tolist() == [
+        ["p", "E1", 2, 1],  # most failed jobs first
+        ["q", "E1", 1, 1],  # then the earliest (10:00, before p/E2 at 10:02)
+    ]
+    assert len(metrics.top_failures(jobs, top=None)) == 3  # the finished job is no failure
+    with pytest.raises(ParameterError, match="top"):
+        metrics.top_failures(jobs, top=0)
+
+
 def test_email_domain():
     addresses = pd.Series([" Bob@Mail.Example.org", "no-at-sign", None, "a@b@c.io", "x@"])
     assert metrics.email_domain(addresses).tolist() == [

@@ -321,6 +321,6 @@ def test_live_documents_progress_as_their_details_come_due(seeded):
     _, changed = feed.tick(later)
     assert {s.id for s in changed} & {s.id for s in new}
     for story in changed:
-        before = json.loads(story.render(story.created_at)[-1])
-        after = json.loads(story.render(later)[-1])
+        before = story.document(story.created_at)
+        after = story.document(later)
         assert before != after and after["updatedAt"] <= iso(later)

@@ -1,6 +1,9 @@
 """Plotly charts of activity frames: pure functions, frames in, ``go.Figure`` out.
 
-Every chart colours execution-detail statuses with `STATUS_COLORS` and orders them by
+Charts only draw: every number they show comes from `toolkit.metrics`. Charts of execution
+details take ``activity.execution_details``; charts of delivery jobs (outcomes, timings,
+failures) take ``metrics.delivery_jobs(activity)`` or the Activity itself. Any other frame is
+refused with a `ParameterError` naming the frame expected. Every chart colours execution-detail statuses with `STATUS_COLORS` and orders them by
 `STATUS_ORDER` (the report uses the same two). Known categories come first in their vocabulary's
 order, unknown ones follow sorted: they are kept, never dropped. An empty frame gives an empty
 figure whose title ends in "no data". `summarize` turns a figure into compact text for notebooks'
@@ -13,10 +16,12 @@ checked outputs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from toolkit import metrics
 from toolkit.errors import ParameterError
 from toolkit.schemas import CHANNELS, DETAIL_STATUSES, STEP_TYPES
 
@@ -27,16 +32,16 @@ __all__ = [
     "STATUS_COLORS",
     "STATUS_ORDER",
     "delivery_funnel",
-    "delivery_latency",
     "failure_rate_by_provider",
     "failure_reasons",
-    "job_outcomes",
+    "incident_window",
+    "job_duration",
     "status_by_channel",
     "status_by_provider",
     "status_color",
     "status_timeline",
     "summarize",
-    "top_failures",
+    "time_to_deliver",
 ]
 
 #: Execution-detail statuses in display order (the spec's enumeration).
@@ -65,9 +70,8 @@ FUNNEL_STAGES = {
 #: The label of a missing provider, channel or error field.
 MISSING = "(none)"
 
-_REACHED = FUNNEL_STAGES["sent"]
-_STEP_TYPES = frozenset(STEP_TYPES) - frozenset(CHANNELS)
 _TEMPLATE = "plotly_white"
+_OUTCOME_COLORS = {"finished": STATUS_COLORS["Success"], "failed": STATUS_COLORS["Failed"]}
 
 
 def status_color(status: str) -> str:
@@ -81,8 +85,9 @@ def status_by_channel(details: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        Execution details (``channel``, ``status``).
+        ``activity.execution_details``.
     """
+    _details(details)
     title = "Execution details by channel and status"
     if details.empty:
         return _empty(title)
@@ -102,8 +107,9 @@ def status_by_provider(details: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        Execution details (``provider_id``, ``status``).
+        ``activity.execution_details``.
     """
+    _details(details)
     title = "Execution details by provider and status"
     if details.empty:
         return _empty(title)
@@ -117,10 +123,11 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        Execution details (``created_at``, ``status``).
+        ``activity.execution_details``.
     freq : str
         Bucket width, a fixed width such as ``"15min"``, ``"1h"``, ``"1D"``.
     """
+    _details(details)
     step = _bucket_width(freq)
     title = f"Execution details per {freq} by status"
     if details.empty:
@@ -130,122 +137,68 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
     return _stacked(bucket, _labels(details["status"]), list(buckets), title, "time")
 
 
-def failure_rate_by_provider(frame: pd.DataFrame, freq: str = "1h", min_jobs: int = 5) -> go.Figure:
-    """Share of failed delivery jobs per provider and time bucket, one line per provider.
+def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Figure:
+    """Failure rate (`metrics.failure_rates`) per provider and time bucket, one line each.
 
     Parameters
     ----------
-    frame : DataFrame
-        Execution details, or jobs; see `job_outcomes` for what "failed" means.
+    jobs : DataFrame or Activity
+        ``metrics.delivery_jobs(activity)``, or the Activity. A job falls in the bucket of its
+        first execution detail.
     freq : str
         Bucket width, such as ``"1h"``.
     min_jobs : int
-        Buckets with fewer finished jobs of a provider are left as gaps: one failure out of
-        two jobs is not a 50 % failure rate worth a spike.
+        Buckets with fewer finished or failed jobs of a provider are left as gaps: one failure
+        out of two jobs is not a 50 % failure rate worth a spike.
     """
+    jobs = _delivery_jobs(jobs)
     step = _bucket_width(freq)
     title = f"Failure rate per provider ({freq} buckets)"
-    jobs = job_outcomes(frame)
-    if jobs.empty:
+    timed = jobs.assign(
+        provider=_labels(jobs["provider_id"]), bucket=jobs["started_at"].dt.floor(step)
+    )
+    rates = metrics.failure_rates(timed.dropna(subset=["bucket"]), ["provider", "bucket"])
+    rates = rates[rates["jobs"] > 0]
+    if rates.empty:
         return _empty(title)
-    jobs["bucket"] = jobs["at"].dt.floor(step)
-    rates = jobs.groupby(["provider", "bucket"])["failed"].agg(["mean", "size", "sum"])
     fig = go.Figure(layout=_layout(title, "time", "failed jobs", yaxis_tickformat=".0%"))
-    for provider in sorted(rates.index.get_level_values("provider").unique()):
-        part = rates.loc[provider]
+    for provider, part in rates.groupby("provider", sort=True):
         fig.add_scatter(
             name=provider,
-            x=list(part.index),
+            x=list(part["bucket"]),
             y=[
                 round(rate, 4) if size >= min_jobs else None
-                for rate, size in zip(part["mean"], part["size"], strict=True)
+                for rate, size in zip(part["failure_rate"], part["jobs"], strict=True)
             ],
-            customdata=part[["sum", "size"]].to_numpy().tolist(),
+            customdata=part[["failed", "jobs"]].to_numpy().tolist(),
             mode="lines+markers",
             hovertemplate="%{x}<br>%{y:.1%} (%{customdata[0]} of %{customdata[1]} jobs)",
         )
     return fig
 
 
-def top_failures(
-    details: pd.DataFrame, notifications: pd.DataFrame | None = None, top: int = 10
-) -> pd.DataFrame:
-    """The most frequent failures: ``Failed`` execution details grouped by provider and error.
+def failure_reasons(jobs, top: int = 10) -> go.Figure:
+    """The ``top`` most frequent failures (`metrics.top_failures`) as bars of failed jobs.
 
     Parameters
     ----------
-    details : DataFrame
-        Execution details (``status``, ``provider_id``, ``error_code``, ``error_text``,
-        ``created_at``, ``notification_id``).
-    notifications : DataFrame, optional
-        Notifications, for the example ``transaction_id`` values.
-    top : int
-        How many rows.
-
-    Returns
-    -------
-    DataFrame
-        ``provider_id, error_code, error_text, count`` (failed details), ``notifications``
-        (distinct), ``first_seen, last_seen, transaction_ids`` (up to three examples), most
-        frequent first.
-    """
-    columns = ["provider_id", "error_code", "error_text", "count", "notifications"]
-    columns += ["first_seen", "last_seen", "transaction_ids"]
-    failed = details[_labels(details["status"]) == "Failed"]
-    if failed.empty:
-        return pd.DataFrame(columns=columns)
-    keys = pd.DataFrame(
-        {
-            "provider_id": _labels(failed["provider_id"]),
-            "error_code": _labels(failed["error_code"]),
-            "error_text": _labels(failed["error_text"]),
-            "created_at": failed["created_at"],
-            "notification_id": failed["notification_id"].astype(object),
-        }
-    ).sort_values(["created_at", "notification_id"], kind="stable")
-    transactions = {} if notifications is None else _transactions(notifications)
-    rows = []
-    for (provider, code, error), group in keys.groupby(["provider_id", "error_code", "error_text"]):
-        examples = [transactions.get(n) for n in group["notification_id"].unique()]
-        rows.append(
-            {
-                "provider_id": provider,
-                "error_code": code,
-                "error_text": error,
-                "count": len(group),
-                "notifications": group["notification_id"].nunique(),
-                "first_seen": group["created_at"].min(),
-                "last_seen": group["created_at"].max(),
-                "transaction_ids": [t for t in examples if t][:3],
-            }
-        )
-    table = pd.DataFrame(rows, columns=columns)
-    table = table.sort_values(["count", "first_seen", "error_text"], ascending=[False, True, True])
-    return table.head(top).reset_index(drop=True)
-
-
-def failure_reasons(details: pd.DataFrame, top: int = 10) -> go.Figure:
-    """The ``top`` most frequent failures (provider · error code · error text), as bars.
-
-    Parameters
-    ----------
-    details : DataFrame
-        Execution details; see `top_failures`.
+    jobs : DataFrame or Activity
+        ``metrics.delivery_jobs(activity)``, or the Activity.
     top : int
         How many bars.
     """
     title = f"Top {top} failure reasons"
-    table = top_failures(details, top=top)
+    table = metrics.top_failures(_delivery_jobs(jobs), top=top)
     if table.empty:
         return _empty(title)
     labels = [
-        _shorten(f"{rank}. {row.provider_id} · {row.error_code} · {row.error_text}", 80)
-        for rank, row in enumerate(table.itertuples(), start=1)
+        _shorten(f"{rank}. " + " · ".join(_labels(pd.Series(row[1:4]))), 80)
+        for rank, row in enumerate(table.itertuples(index=False), start=1)
     ]
-    fig = go.Figure(layout=_layout(title, "failed execution details", None))
+    fig = go.Figure(layout=_layout(title, "failed delivery jobs", None))
     fig.add_bar(
         name="Failed",
-        x=table["count"].tolist(),
+        x=table["failed"].tolist(),
         y=labels,
         orientation="h",
         marker_color=status_color("Failed"),
@@ -254,24 +207,32 @@ def failure_reasons(details: pd.DataFrame, top: int = 10) -> go.Figure:
     return fig
 
 
-def delivery_latency(frame: pd.DataFrame) -> go.Figure:
-    """Seconds from a delivery job's first execution to its success, per channel (box plots).
+def time_to_deliver(jobs) -> go.Figure:
+    """Time to deliver (`metrics.DEFINITIONS`) per channel: its median and 95th percentile.
+
+    Two bars per channel (p50, p95, labelled with their values) on a logarithmic axis: times
+    to deliver span from about a second to many minutes (digest and delay waits), and on a
+    linear axis, or as box plots, the one-second medians vanish under the long tail. The
+    percentiles are those of `metrics.percentiles`, as in the report's table.
 
     Parameters
     ----------
-    frame : DataFrame
-        Execution details, or jobs; see `job_outcomes` for how latency is measured.
+    jobs : DataFrame or Activity
+        ``metrics.delivery_jobs(activity)``, or the Activity.
     """
-    title = "Delivery latency per channel (seconds)"
-    jobs = job_outcomes(frame).dropna(subset=["latency_s"])
-    if jobs.empty:
-        return _empty(title)
-    fig = go.Figure(layout=_layout(title, "channel", "seconds"))
-    for channel in _ordered(jobs["channel"], CHANNELS):
-        latency = jobs.loc[jobs["channel"] == channel, "latency_s"]
-        fig.add_box(name=channel, y=latency.round(3).tolist(), boxpoints=False)
-    fig.update_layout(showlegend=False)
-    return fig
+    return _timing_chart(_delivery_jobs(jobs), "time_to_deliver_s", "Time to deliver")
+
+
+def job_duration(jobs) -> go.Figure:
+    """Job duration (first to last execution detail) per channel: p50 and p95, as
+    `time_to_deliver` draws them.
+
+    Parameters
+    ----------
+    jobs : DataFrame or Activity
+        ``metrics.delivery_jobs(activity)``, or the Activity.
+    """
+    return _timing_chart(_delivery_jobs(jobs), "job_duration_s", "Job duration")
 
 
 def delivery_funnel(activity) -> go.Figure:
@@ -282,8 +243,10 @@ def delivery_funnel(activity) -> go.Figure:
     activity : Activity
         From ``read_activity``; only ``activity.notifications`` is used.
     """
+    notifications = getattr(activity, "notifications", None)
+    if not isinstance(notifications, pd.DataFrame) or "status" not in notifications.columns:
+        raise ParameterError("activity", _kind(activity), "an Activity (from read_activity)")
     title = "Delivery funnel (notifications)"
-    notifications = activity.notifications
     if notifications.empty:
         return _empty(title)
     status = _labels(notifications["status"]).str.lower()
@@ -306,64 +269,57 @@ def delivery_funnel(activity) -> go.Figure:
     return fig
 
 
-def job_outcomes(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per delivery job (step jobs such as digest or delay left out).
+def incident_window(jobs, incident) -> go.Figure:
+    """A small chart of one incident: the jobs of its channel, provider and domain around it.
+
+    Finished and failed jobs per bucket (stacked bars) from a little before the incident to a
+    little after it, its period shaded; for a ``latency_degradation``, also the median time to
+    deliver (a line on the right axis).
 
     Parameters
     ----------
-    frame : DataFrame
-        Execution details (recognised by ``execution_detail_id``) or jobs. From details, a job
-        failed when its last detail is ``Failed``, and its latency runs from its first detail to
-        its first ``Success``; from jobs, it failed when its ``final_status`` is ``failed``, and
-        its latency is the ``duration_s`` (first to last detail) of a job sent, delivered or read.
-
-    Returns
-    -------
-    DataFrame
-        ``at`` (first execution), ``provider``, ``channel`` (text, `MISSING` when absent),
-        ``failed`` (bool), ``latency_s`` (float, NaN when unknown).
+    jobs : DataFrame or Activity
+        ``metrics.delivery_jobs(activity)``, or the Activity.
+    incident : mapping or Series
+        A row of `toolkit.find_incidents`: ``kind, channel, provider_id, domain, started_at,
+        ended_at`` are used (missing ``channel``, ``provider_id`` or ``domain``: any).
     """
-    columns = ["at", "provider", "channel", "failed", "latency_s"]
-    if frame.empty:
-        return pd.DataFrame(columns=columns)
-    if "execution_detail_id" in frame.columns:
-        details = frame.sort_values(["created_at", "execution_detail_id"], kind="stable")
-        status = _labels(details["status"])
-        job = details["job_id"].astype(object)
-        by_job = details.groupby(job, sort=True)
-        at = by_job["created_at"].min()
-        succeeded = details["created_at"].where(status == "Success").groupby(job).min()
-        jobs = pd.DataFrame(
-            {
-                "at": at,
-                "provider": by_job["provider_id"].first(),
-                "channel": by_job["channel"].first(),
-                "failed": (status == "Failed").groupby(job).last(),
-                "latency_s": (succeeded - at).dt.total_seconds(),
-            }
-        )
-    else:
-        final = _labels(frame["final_status"])
-        failed = final == "failed"
-        jobs = pd.DataFrame(
-            {
-                "at": frame["first_execution_at"],
-                "provider": frame["provider_id"],
-                "channel": frame["type"],
-                "failed": failed,
-                "latency_s": frame["duration_s"].astype("float64").where(final.isin(_REACHED)),
-            }
-        )
-    jobs = jobs.assign(provider=_labels(jobs["provider"]), channel=_labels(jobs["channel"]))
-    jobs = jobs[~jobs["channel"].isin(_STEP_TYPES) & jobs["at"].notna()]
-    return jobs.reset_index(drop=True)[columns]
+    jobs = _delivery_jobs(jobs)
+    start, end = pd.Timestamp(incident["started_at"]), pd.Timestamp(incident["ended_at"])
+    pad = max((end - start) / 2, pd.Timedelta("30min"))
+    step = _nice_step((end - start) + 2 * pad)
+    at = jobs["started_at"].fillna(jobs["triggered_at"])
+    keep = at.between(start - pad, end + pad)
+    for column in ("channel", "provider_id", "domain"):
+        if not pd.isna(incident.get(column)):
+            keep &= jobs[column].astype("string").eq(incident[column]).fillna(False)
+    part = jobs[keep].assign(bucket=at[keep].dt.floor(step))
+    where = " · ".join(str(incident[c]) for c in ("channel", "provider_id", "domain")
+                       if not pd.isna(incident.get(c)))  # fmt: skip
+    fig = go.Figure(layout=_layout(f"{incident['kind']}: {where}", None, "delivery jobs",
+                                   barmode="stack", height=260, showlegend=False))  # fmt: skip
+    fig.update_layout(margin={"l": 50, "r": 50, "t": 40, "b": 30}, title_font_size=13)
+    buckets = pd.date_range((start - pad).floor(step), (end + pad).floor(step), freq=step)
+    outcome = part["outcome"].astype("string")
+    for name, color in _OUTCOME_COLORS.items():
+        counts = part.loc[outcome.eq(name).fillna(False).to_numpy(), "bucket"].value_counts()
+        fig.add_bar(name=name, x=list(buckets), y=counts.reindex(buckets, fill_value=0).tolist(),
+                    marker_color=color)  # fmt: skip
+    if incident["kind"] == "latency_degradation":
+        median = part.groupby("bucket")["time_to_deliver_s"].median().reindex(buckets)
+        fig.add_scatter(name="median time to deliver (s)", x=list(buckets),
+                        y=[None if pd.isna(v) else round(v, 3) for v in median], yaxis="y2",
+                        mode="lines", line_color=STATUS_COLORS["Queued"])  # fmt: skip
+        fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "title": "seconds"})
+    fig.add_vrect(x0=start, x1=end, fillcolor=STATUS_COLORS["Failed"], opacity=0.12, line_width=0)
+    return fig
 
 
 def summarize(fig: go.Figure) -> str:
     """Compact text of a figure: its title, then one line per trace with its totals.
 
-    Bars give their sum, a funnel its stages, a box its count and median, a line its number of
-    points and its maximum.
+    Bars of counts give their sum (bars of timings their value per category), a funnel its
+    stages, a box its count and median, a line its number of points and its maximum.
     """
     lines = [fig.layout.title.text or "(untitled)"]
     for trace in fig.data:
@@ -377,6 +333,8 @@ def summarize(fig: go.Figure) -> str:
 def _trace_total(trace) -> str:
     if trace.type == "funnel":
         return ", ".join(f"{stage} {value}" for stage, value in zip(trace.y, trace.x, strict=True))
+    if trace.type == "bar" and trace.meta == "timing":
+        return ", ".join(f"{x} {y:g}" for x, y in zip(trace.x, trace.y, strict=True))
     if trace.type == "bar":
         values = trace.x if trace.orientation == "h" else trace.y
         return str(int(sum(values)))
@@ -384,6 +342,79 @@ def _trace_total(trace) -> str:
     if trace.type == "box":
         return f"n={len(values)}, median={values.median():.3g}"
     return f"{len(values)} points, max={values.max():.3g}"
+
+
+def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
+    title = f"{name} per channel: p50 and p95 (seconds, log scale)"
+    table = metrics.percentiles(jobs, "channel", measure)
+    if table.empty:
+        return _empty(title)
+    table = table.set_index("channel").reindex(_ordered(table["channel"], CHANNELS))
+    fig = go.Figure(layout=_layout(title, "channel", "seconds", barmode="group", yaxis_type="log"))
+    for column, color in (("p50", STATUS_COLORS["Success"]), ("p95", STATUS_COLORS["Warning"])):
+        values = table[column].round(3).tolist()
+        fig.add_bar(
+            name=column,
+            x=list(table.index),
+            y=values,
+            text=[_seconds(value) for value in values],
+            customdata=table["n"].tolist(),
+            hovertemplate=f"%{{x}}: {column} %{{text}} (%{{customdata}} jobs)<extra></extra>",
+            marker_color=color,
+            meta="timing",
+        )
+    return fig
+
+
+def _seconds(value: float) -> str:
+    """``0.25`` -> ``"0.25 s"``, ``95`` -> ``"95 s"``, ``150`` -> ``"2.5 min"``, ``7200`` -> ``"2 h"``."""
+    units = (("h", 3600), ("min", 60))
+    unit, size = next(((u, size) for u, size in units if value >= 2 * size), ("s", 1))
+    scaled = value / size
+    return f"{scaled:.2g} {unit}" if scaled < 10 else f"{scaled:.0f} {unit}"
+
+
+def _details(frame: Any) -> None:
+    """Refuse anything but an execution-details frame."""
+    if not isinstance(frame, pd.DataFrame) or "execution_detail_id" not in frame.columns:
+        raise ParameterError(
+            "details", _kind(frame), "execution details (activity.execution_details)"
+        )
+
+
+def _delivery_jobs(data: Any) -> pd.DataFrame:
+    """``data`` itself if it is a `metrics.delivery_jobs` frame, that of an Activity, or a
+    `ParameterError`."""
+    if isinstance(data, pd.DataFrame) and "outcome" in data.columns:
+        return data
+    if all(isinstance(getattr(data, n, None), pd.DataFrame) for n in metrics.REQUIRED_COLUMNS):
+        return metrics.delivery_jobs(data)
+    raise ParameterError(
+        "jobs", _kind(data), "delivery jobs (metrics.delivery_jobs(activity)) or an Activity"
+    )
+
+
+def _kind(value: Any) -> str:
+    """What ``value`` looks like, in words, for error messages."""
+    if not isinstance(value, pd.DataFrame):
+        return f"a {type(value).__name__}"
+    for column, kind in (
+        ("execution_detail_id", "execution details"),
+        ("outcome", "delivery jobs"),
+        ("final_status", "jobs (activity.jobs)"),
+        ("transaction_id", "notifications"),
+    ):
+        if column in value.columns:
+            return f"a frame of {kind}"
+    return f"a frame with columns {list(value.columns)[:6]}"
+
+
+def _nice_step(span: pd.Timedelta) -> pd.Timedelta:
+    """The smallest round bucket width giving at most 60 buckets over ``span``."""
+    for width in ("1min", "5min", "15min", "30min", "1h", "3h", "6h", "12h"):
+        if span / pd.Timedelta(width) <= 60:
+            return pd.Timedelta(width)
+    return pd.Timedelta("1D")
 
 
 def _layout(title: str, xaxis: str | None, yaxis: str | None, **extra) -> go.Layout:
@@ -437,11 +468,6 @@ def _by_size(values: pd.Series) -> list[str]:
     """The distinct ``values``, most frequent first (ties by name)."""
     counts = values.value_counts()
     return sorted(counts.index, key=lambda v: (-counts[v], v))
-
-
-def _transactions(notifications: pd.DataFrame) -> dict[str, str]:
-    ids = notifications["notification_id"].astype(object)
-    return dict(zip(ids, notifications["transaction_id"].astype(object), strict=True))
 
 
 def _bucket_width(freq: str) -> pd.Timedelta:

@@ -27,6 +27,8 @@ __all__ = [
     "email_domain",
     "failure_rates",
     "percentiles",
+    "time_to_send",
+    "top_failures",
     "wilson_interval",
 ]
 
@@ -53,6 +55,8 @@ DEFINITIONS = {
     "time to deliver": "Seconds from the trigger (the notification's creation) to the first "
     "Success execution detail of a delivery job; includes digest and delay waits.",
     "job duration": "Seconds from a delivery job's first to its last execution detail.",
+    "time to send": "Seconds from a delivery job's first execution detail (the step queued) to "
+    "its first Success: the time to deliver without the digest and delay waits before the step.",
     "recipient domain": "For an email job, the lower-cased part after '@' of the subscriber's "
     "email address.",
 }
@@ -78,7 +82,7 @@ REQUIRED_COLUMNS = {
         "error_code",
         "error_text",
     ),
-    "execution_details": ("job_id", "status", "created_at"),
+    "execution_details": ("job_id", "status", "created_at", "raw"),
 }
 
 _JOB_COLUMNS = {
@@ -154,6 +158,13 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
     )
     frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
+
+
+def time_to_send(jobs: pd.DataFrame) -> pd.Series:
+    """Seconds from each delivery job's first execution detail to its first Success (NaN when
+    never sent); ``jobs`` from `delivery_jobs`. See `DEFINITIONS`."""
+    waited = (jobs["started_at"] - jobs["triggered_at"]).dt.total_seconds()
+    return (jobs["time_to_deliver_s"] - waited).rename("time_to_send_s")
 
 
 def email_domain(addresses: pd.Series) -> pd.Series:
@@ -251,6 +262,56 @@ def percentiles(
     table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
     table["n"] = grouped.size().astype("int64")
     return table.reset_index()
+
+
+def top_failures(
+    jobs: pd.DataFrame, notifications: pd.DataFrame | None = None, *, top: int | None = 10
+) -> pd.DataFrame:
+    """The most frequent failures: failed delivery jobs per channel, provider and error.
+
+    Parameters
+    ----------
+    jobs : DataFrame
+        From `delivery_jobs`.
+    notifications : DataFrame, optional
+        Notifications (``notification_id``, ``transaction_id``), for example transaction ids.
+    top : int or None
+        How many rows (None: all).
+
+    Returns
+    -------
+    DataFrame
+        ``channel, provider_id, error_code, error_text`` (missing values form their own group),
+        ``failed`` (jobs), ``notifications, subscribers`` (distinct), ``first_seen, last_seen``
+        (the failed jobs' first and last execution details), ``transaction_ids`` (up to three, earliest
+        first; empty without ``notifications``); most failed jobs first.
+    """
+    if top is not None and (not isinstance(top, int) or top < 1):
+        raise ParameterError("top", top, "a positive whole number, or None for all")
+    keys = ["channel", "provider_id", "error_code", "error_text"]
+    needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
+    _columns(jobs, needed, "jobs")
+    failed = jobs[jobs["outcome"].astype("string").eq("failed").fillna(False)]
+    failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
+    ids = pd.Series(dtype="string")
+    if notifications is not None:
+        ids = notifications.drop_duplicates("notification_id").set_index("notification_id")
+        ids = ids["transaction_id"].astype("string")
+    grouped = failed.groupby(keys, observed=True, dropna=False, sort=False)
+    table = grouped.agg(
+        failed=("job_id", "size"),
+        notifications=("notification_id", "nunique"),
+        subscribers=("subscriber_id", "nunique"),
+        first_seen=("started_at", "min"),
+        last_seen=("ended_at", "max"),
+    ).reset_index()
+    examples = grouped["notification_id"].apply(
+        lambda n: list(ids.reindex(n.unique()).dropna()[:3])
+    )
+    table["transaction_ids"] = list(examples.to_numpy())
+    table = table.sort_values(["failed", "first_seen", "error_text"], ascending=[False, True, True])
+    table = table.astype({"failed": "int64", "notifications": "int64", "subscribers": "int64"})
+    return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -365,7 +365,7 @@ class SubscriberPanel(_Panel):
 ACTIVITY_CHARTS: tuple[Callable[[Any], Any], ...] = (
     lambda activity: charts.status_by_channel(activity.execution_details),
     lambda activity: charts.status_timeline(activity.execution_details),
-    lambda activity: charts.failure_reasons(activity.execution_details),
+    charts.failure_reasons,
 )
 
 

@@ -21,7 +21,7 @@ import jinja2
 import pandas as pd
 import plotly.offline
 
-from toolkit import charts
+from toolkit import charts, metrics
 from toolkit._version import __version__
 from toolkit.errors import ParameterError
 from toolkit.redact import is_secret
@@ -45,7 +45,7 @@ CHARTS = (
     "chart-status-timeline",
     "chart-failure-rate-by-provider",
     "chart-failure-reasons",
-    "chart-delivery-latency",
+    "chart-time-to-deliver",
     "chart-delivery-funnel",
     "chart-status-by-provider",
 )
@@ -100,7 +100,11 @@ def build_report(
         {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
         for element_id, figure in _figures(activity, top).items()
     ]
-    failures = charts.top_failures(activity.execution_details, activity.notifications, top)
+    failures = metrics.top_failures(
+        metrics.delivery_jobs(activity), activity.notifications, top=top
+    )
+    labels = ["channel", "provider_id", "error_code", "error_text"]
+    failures[labels] = failures[labels].astype("string").fillna(charts.MISSING)
     rows = [
         {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
         for row in failures.to_dict("records")
@@ -249,13 +253,14 @@ def _cards(figures: dict[str, Any]) -> list[dict[str, str]]:
 def _figures(activity, top: int) -> dict[str, Any]:
     """The figures of `CHARTS`, by element id."""
     details = activity.execution_details
+    jobs = metrics.delivery_jobs(activity)
     freq, rate_freq = _buckets(details)
     figures = (
         charts.status_by_channel(details),
         charts.status_timeline(details, freq),
-        charts.failure_rate_by_provider(activity.jobs, rate_freq),
-        charts.failure_reasons(details, top),
-        charts.delivery_latency(details),
+        charts.failure_rate_by_provider(jobs, rate_freq),
+        charts.failure_reasons(jobs, top),
+        charts.time_to_deliver(jobs),
         charts.delivery_funnel(activity),
         charts.status_by_provider(details),
     )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.charts import FUNNEL_STAGES, MISSING, job_outcomes
+import pandas as pd
+
+from toolkit import metrics
+from toolkit.charts import FUNNEL_STAGES, MISSING
 from toolkit.schemas import CHANNELS
 
 __all__ = ["headline", "headline_lines"]
@@ -27,10 +30,10 @@ def headline(activity) -> dict[str, Any]:
     reached = status.isin(FUNNEL_STAGES["sent"]).fillna(False)
     failed = (status == "failed").fillna(False)
     total = len(notifications)
-    jobs = job_outcomes(activity.jobs)
-    counts = jobs.groupby("channel")["failed"].agg(["size", "sum"])
-    known = [c for c in CHANNELS if c in counts.index]
-    order = known + sorted(set(counts.index) - set(known))
+    rates = metrics.failure_rates(metrics.delivery_jobs(activity), "channel")
+    rates = rates.set_index(rates["channel"].astype(str)).drop(columns="channel")
+    known = [c for c in CHANNELS if c in rates.index]
+    order = known + sorted(set(rates.index) - set(known))
     return {
         "notifications": total,
         "subscribers_reached": int(notifications.loc[reached, "subscriber_id"].nunique()),
@@ -40,9 +43,9 @@ def headline(activity) -> dict[str, Any]:
         "by_channel": [
             {
                 "channel": channel,
-                "jobs": int(counts.loc[channel, "size"]),
-                "failed": int(counts.loc[channel, "sum"]),
-                "failure_rate": int(counts.loc[channel, "sum"]) / int(counts.loc[channel, "size"]),
+                "jobs": int(rates.loc[channel, "jobs"]),
+                "failed": int(rates.loc[channel, "failed"]),
+                "failure_rate": _share(rates.loc[channel, "failure_rate"]),
             }
             for channel in order
         ],
@@ -63,6 +66,10 @@ def headline_lines(figures: dict[str, Any]) -> list[str]:
         f" ({figures['failed_notifications']} failed notifications)",
         f"delivery jobs by channel: {by_channel or MISSING}",
     ]
+
+
+def _share(value: float) -> float | None:
+    return None if pd.isna(value) else float(value)
 
 
 def percent(share: float | None) -> str:

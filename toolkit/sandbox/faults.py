@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolkit.sandbox.clock import Clock, iso
@@ -40,23 +41,85 @@ CATEGORIES = {
 RATE_LIMIT_MESSAGE = "API rate limit exceeded"
 
 
-def _number(name: str, value: Any, low: float, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        bounds = f"between {low} and {high}" if high < math.inf else f"a number >= {low}"
-        raise ValueError(f"{name} must be {bounds}, got {value!r}")
-    return float(value)
+class _Settings(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return value
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+Status = Annotated[int, Field(ge=400, le=599)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-def _status(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
-        raise ValueError(f"{name} must be an HTTP error status (400-599), got {value!r}")
-    return value
+class Steady(_Settings):
+    """The steady faults (`Faults.set`)."""
+
+    latency: Seconds = 0.0
+    jitter: Seconds = 0.0
+    error_rate: Fraction = 0.0
+    error_status: Status = 503
+    drop_rate: Fraction = 0.0
+
+
+class FailNext(_Settings):
+    n: Count
+    status: Status = 503
+
+
+class ThrottleNext(_Settings):
+    n: Count
+    retry_after: Count = 1
+
+
+class DropNext(_Settings):
+    n: Count
+
+
+class RateLimit(_Settings):
+    """The rate limiter's settings (`Faults.rate_limit`)."""
+
+    enabled: bool = True
+    global_rps: Positive = 30
+    configuration_rps: Positive = 20
+    window: Positive = 5
+    burst: Positive = 1.1
+
+    @model_validator(mode="after")
+    def _allows_a_request(self) -> RateLimit:
+        if min(self.global_rps, self.configuration_rps) * self.window * self.burst < 1:
+            raise ValueError("rps * window * burst must allow at least one request")
+        return self
+
+
+class FaultSettings(_Settings):
+    """The body of ``POST /_sandbox/faults`` (see `Faults.update`)."""
+
+    reset: bool = False
+    latency: Seconds | None = None
+    jitter: Seconds | None = None
+    error_rate: Fraction | None = None
+    error_status: Status | None = None
+    drop_rate: Fraction | None = None
+    fail_next: Count | FailNext | None = None
+    throttle_next: Count | ThrottleNext | None = None
+    drop_next: Count | None = None
+    rate_limit: bool | RateLimit | None = None
+
+
+def message_of(problems: list[dict[str, Any]]) -> str:
+    """One line naming each invalid field (``rate_limit.global_rps: ...``) of pydantic errors."""
+    lines = []
+    for problem in problems:
+        path = [
+            str(part)
+            for part in problem["loc"]
+            if part != "body"
+            and str(part) not in ("int", "bool", "float", "str")
+            and not str(part)[:1].isupper()
+        ]
+        lines.append(f"{'.'.join(path) or 'settings'}: {problem['msg']}")
+    return "; ".join(dict.fromkeys(lines))
 
 
 @dataclass(frozen=True)
@@ -138,31 +201,31 @@ class Faults:
         drop_rate : float
             Fraction of requests whose connection is dropped without any response.
         """
-        steady = {
-            "latency": _number("latency", latency, 0),
-            "jitter": _number("jitter", jitter, 0),
-            "error_rate": _number("error_rate", error_rate, 0, 1),
-            "error_status": _status("error_status", error_status),
-            "drop_rate": _number("drop_rate", drop_rate, 0, 1),
-        }
+        steady = Steady(
+            latency=latency,
+            jitter=jitter,
+            error_rate=error_rate,
+            error_status=error_status,
+            drop_rate=drop_rate,
+        ).model_dump()
         with self._lock:
             self._steady = steady
 
     def fail_next(self, n: int, status: int = 503) -> None:
         """Answer the next ``n`` requests with ``status`` (replaces a pending ``fail_next``)."""
-        fail = (_count("fail_next", n), _status("status", status))
+        fail = (FailNext(n=n, status=status).n, status)
         with self._lock:
             self._fail = fail
 
     def throttle_next(self, n: int, retry_after: int = 1) -> None:
         """Answer the next ``n`` requests 429 with ``Retry-After: retry_after`` (seconds)."""
-        throttle = (_count("throttle_next", n), _count("retry_after", retry_after))
+        throttle = (ThrottleNext(n=n, retry_after=retry_after).n, retry_after)
         with self._lock:
             self._throttle = throttle
 
     def drop_next(self, n: int) -> None:
         """Drop the connection of the next ``n`` requests without answering."""
-        drop = _count("drop_next", n)
+        drop = DropNext(n=n).n
         with self._lock:
             self._drop = drop
 
@@ -183,66 +246,46 @@ class Faults:
         (seconds until the bucket is full) and ``RateLimit-Policy``; an empty bucket answers 429
         with ``Retry-After``.
         """
-        if not isinstance(enabled, bool):
-            raise ValueError(f"enabled must be true or false, got {enabled!r}")
+        settings = RateLimit(
+            enabled=enabled,
+            global_rps=global_rps,
+            configuration_rps=configuration_rps,
+            window=window,
+            burst=burst,
+        )
         limits = {
-            "global": _number("global_rps", global_rps, 1e-9),
-            "configuration": _number("configuration_rps", configuration_rps, 1e-9),
-            "window": _number("window", window, 1e-9),
-            "burst": _number("burst", burst, 1e-9),
+            "global": settings.global_rps,
+            "configuration": settings.configuration_rps,
+            "window": settings.window,
+            "burst": settings.burst,
         }
-        if min(limits["global"], limits["configuration"]) * limits["window"] * limits["burst"] < 1:
-            raise ValueError("rps * window * burst must allow at least one request")
         with self._lock:
             self._limits = limits if enabled else None
             self._buckets.clear()
 
-    def update(self, settings: Mapping[str, Any]) -> None:
-        """Apply settings given as JSON (the body of ``POST /_sandbox/faults``).
+    def update(self, settings: FaultSettings | Mapping[str, Any]) -> None:
+        """Apply a `FaultSettings` (the body of ``POST /_sandbox/faults``), or a dict of one.
 
         ``{"reset": true}`` first turns everything off. The fields of `set` (``latency``,
         ``jitter``, ``error_rate``, ``error_status``, ``drop_rate``) replace the steady faults
         together. ``fail_next``, ``throttle_next`` and ``drop_next`` take a count or an object of
         the method's arguments (``{"n": 2, "status": 500}``); ``rate_limit`` takes a boolean or an
-        object of `rate_limit`'s arguments.
-
-        Raises
-        ------
-        ValueError
-            Unknown fields or invalid values; nothing is changed then.
+        object of `rate_limit`'s arguments. Invalid settings raise `pydantic.ValidationError` (a
+        ValueError) before anything changes.
         """
-        if not isinstance(settings, Mapping):
-            raise ValueError("the fault settings must be a JSON object")
-        steady_keys = {"latency", "jitter", "error_rate", "error_status", "drop_rate"}
-        methods = {
-            "fail_next": self.fail_next,
-            "throttle_next": self.throttle_next,
-            "drop_next": self.drop_next,
-            "rate_limit": self.rate_limit,
-        }
-        if not isinstance(settings.get("reset", False), bool):
-            raise ValueError(f"reset must be true or false, got {settings['reset']!r}")
-        unknown = set(settings) - steady_keys - set(methods) - {"reset"}
-        if unknown:
-            known = ", ".join(sorted(steady_keys | set(methods) | {"reset"}))
-            raise ValueError(f"unknown fault setting(s) {sorted(unknown)}; known: {known}")
-        trial = Faults()
-        for target in (trial, self):  # validate everything on a scratch copy before changing
-            if settings.get("reset"):
-                target.reset()
-            steady = {key: settings[key] for key in steady_keys & set(settings)}
-            if steady:
-                target.set(**steady)
-            for name in methods.keys() & set(settings):
-                value = settings[name]
-                method = getattr(target, name)
-                try:
-                    if isinstance(value, Mapping):
-                        method(**value)
-                    else:
-                        method(value)
-                except TypeError as exc:
-                    raise ValueError(f"{name}: {exc}") from None
+        if not isinstance(settings, FaultSettings):
+            settings = FaultSettings.model_validate(settings)
+        given = settings.model_dump(exclude_none=True, exclude={"reset"})
+        if settings.reset:
+            self.reset()
+        steady = {key: given[key] for key in Steady.model_fields if key in given}
+        if steady:
+            self.set(**steady)
+        for name in ("fail_next", "throttle_next", "drop_next", "rate_limit"):
+            if name in given:
+                value = given[name]
+                method = getattr(self, name)
+                method(**value) if isinstance(value, dict) else method(value)
 
     @property
     def stats(self) -> dict[str, int]:
