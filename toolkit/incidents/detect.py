@@ -262,8 +262,12 @@ def _base_counts(base: pd.DataFrame, spec: _Spec, groups: _Groups):
     trials, events = _population(base, spec.name)
     trial, trial_keys = _codes(base, spec.keys, trials)
     event, event_keys = _codes(base, spec.keys + spec.split, events & trials)
-    n_of = dict(zip(trial_keys, np.bincount(trial[trial >= 0], minlength=len(trial_keys)), strict=True))
-    k_of = dict(zip(event_keys, np.bincount(event[event >= 0], minlength=len(event_keys)), strict=True))
+    n_of = dict(
+        zip(trial_keys, np.bincount(trial[trial >= 0], minlength=len(trial_keys)), strict=True)
+    )
+    k_of = dict(
+        zip(event_keys, np.bincount(event[event >= 0], minlength=len(event_keys)), strict=True)
+    )
     names = spec.keys + spec.split
     keys = [tuple(key[name] for name in names) for key in groups.keys]
     k = np.array([k_of.get(key, 0) for key in keys], dtype="float64")
