@@ -21,12 +21,16 @@ _EXPORTS = {
     "read_activity": "toolkit.read",
     "read_integrations": "toolkit.read",
     "Activity": "toolkit.frames",
+    "find_incidents": "toolkit.incidents",
     "errors": "toolkit.errors",
     "charts": "toolkit.charts",
     "panels": "toolkit.panels",
     "report": "toolkit.report",
     "sandbox": "toolkit.sandbox",
     "Monitor": "toolkit.monitor",
+    "sync": "toolkit.store",
+    "open_store": "toolkit.store",
+    "Store": "toolkit.store",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -27,6 +27,7 @@ __all__ = [
     "email_domain",
     "failure_rates",
     "percentiles",
+    "time_to_send",
     "top_failures",
     "wilson_interval",
 ]
@@ -54,6 +55,8 @@ DEFINITIONS = {
     "time to deliver": "Seconds from the trigger (the notification's creation) to the first "
     "Success execution detail of a delivery job; includes digest and delay waits.",
     "job duration": "Seconds from a delivery job's first to its last execution detail.",
+    "time to send": "Seconds from a delivery job's first execution detail (the step queued) to "
+    "its first Success: the time to deliver without the digest and delay waits before the step.",
     "recipient domain": "For an email job, the lower-cased part after '@' of the subscriber's "
     "email address.",
 }
@@ -79,7 +82,7 @@ REQUIRED_COLUMNS = {
         "error_code",
         "error_text",
     ),
-    "execution_details": ("job_id", "status", "created_at"),
+    "execution_details": ("job_id", "status", "created_at", "raw"),
 }
 
 _JOB_COLUMNS = {
@@ -155,6 +158,13 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
     )
     frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
+
+
+def time_to_send(jobs: pd.DataFrame) -> pd.Series:
+    """Seconds from each delivery job's first execution detail to its first Success (NaN when
+    never sent); ``jobs`` from `delivery_jobs`. See `DEFINITIONS`."""
+    waited = (jobs["started_at"] - jobs["triggered_at"]).dt.total_seconds()
+    return (jobs["time_to_deliver_s"] - waited).rename("time_to_send_s")
 
 
 def email_domain(addresses: pd.Series) -> pd.Series:

@@ -1,0 +1,161 @@
+"""find_incidents on real sandbox reads: the planted incidents, the frame's contract, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import toolkit
+from tests.conftest import NOW
+from toolkit.errors import ParameterError
+from toolkit.incidents import COLUMNS, KINDS, find_incidents
+
+#: The kinds of the sandbox's three default incidents.
+DEFAULT_KINDS = {
+    "sms-provider-outage": "provider_outage",
+    "email-bounce-spike": "domain_bounces",
+    "push-tokens-invalid": "stale_credentials",
+}
+
+
+def matches(row: pd.Series, planted: dict) -> bool:
+    """A found row is the planted incident: same kind and provider, overlapping windows, and
+    notifications within 10%."""
+    start, end = pd.Timestamp(planted["start"]), pd.Timestamp(planted["end"])
+    kind = planted.get("kind") or DEFAULT_KINDS[planted["name"]]
+    return (
+        row["kind"] == kind
+        and row["provider_id"] == planted["provider_id"]
+        and row["started_at"] <= end
+        and row["ended_at"] >= start
+        and abs(row["notifications"] - planted["notifications"]) <= 0.1 * planted["notifications"]
+    )
+
+
+@pytest.fixture(scope="module")
+def planted():
+    with toolkit.sandbox.start(seed=7, now=NOW, notifications=4000) as sandbox:
+        client = toolkit.connect(sandbox=sandbox)
+        activity = toolkit.read_activity(client, after="14d", progress=False)
+        yield activity, sandbox.incidents, sandbox
+
+
+@pytest.fixture(scope="module")
+def found(planted):
+    return find_incidents(planted[0])
+
+
+def test_every_default_incident_is_found_and_nothing_else(planted, found):
+    incidents = planted[1]
+    assert len(found) == len(incidents) == 3
+    for incident in incidents:
+        assert [matches(row, incident) for _, row in found.iterrows()].count(True) == 1, incident
+
+
+def test_the_frame_keeps_its_contract(found):
+    assert list(found.columns) == list(COLUMNS)
+    assert found.dtypes.astype(str).to_dict() == {
+        k: str(pd.Series(dtype=v).dtype) for k, v in COLUMNS.items()
+    }
+    assert found["notifications"].is_monotonic_decreasing  # sorted by impact
+    assert set(found["kind"]) <= set(KINDS)
+    outage = found.set_index("kind").loc["provider_outage"]
+    assert outage["error_code"] == "20503" and outage["failure_rate"] > 0.9
+    assert outage["p_value"] < 0.01 and outage["baseline_rate"] < 0.1
+    assert not outage["ongoing"] and outage["ended_at"] > outage["started_at"]
+    assert outage["workflows"] and all(isinstance(w, str) for w in outage["workflows"])
+    assert json.loads(outage["example_error"])["code"] == 20503  # the provider's own payload
+    assert outage["summary"].startswith("Twilio failed 100% of SMS from ")
+    assert f"{outage['notifications']} notifications" in outage["summary"]
+    stale = found.set_index("kind").loc["stale_credentials"]
+    assert stale["ongoing"]  # it lasts to the end of the window
+
+
+def test_start_and_end_come_from_the_jobs_not_bucket_edges(found):
+    times = pd.concat([found["started_at"], found["ended_at"]])
+    assert (times.dt.second != 0).any() or (times.dt.minute != 0).any()
+    assert not (times == times.dt.floor("1h")).all()
+
+
+def test_a_window_too_short_for_a_baseline_gives_an_empty_frame_with_a_reason(planted):
+    notifications, jobs, details = planted[0]
+    before = notifications["created_at"].max()
+    notifications = notifications[notifications["created_at"] > before - pd.Timedelta("3h")]
+    notifications.attrs = {"after": before - pd.Timedelta("3min"), "before": before}
+    short = type(planted[0])(notifications, jobs, details)
+    result = find_incidents(short, freq="1min")
+    assert result.empty and list(result.columns) == list(COLUMNS)
+    assert "too short" in result.attrs["reason"]
+
+
+def test_no_jobs_gives_an_empty_frame_with_every_column(planted):
+    activity = planted[0]
+    empty = type(activity)(*(frame.iloc[:0] for frame in activity))
+    result = find_incidents(empty)
+    assert result.empty and list(result.columns) == list(COLUMNS)
+    assert result.dtypes["started_at"] == "datetime64[ns, UTC]"
+    assert result.attrs["reason"] == "no delivery jobs in the activity"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("alpha", 0),
+        ("alpha", 1.5),
+        ("min_jobs", 0),
+        ("min_jobs", 2.5),
+        ("min_failed", True),
+        ("min_ratio", 0.5),
+        ("kinds", ["outage"]),
+        ("kinds", "provider_outage"),
+        ("freq", "soon"),
+        ("outage_rate", 0),
+    ],  # fmt: skip
+)
+def test_bad_parameters_are_refused_by_name(planted, name, value):
+    with pytest.raises(ParameterError) as error:
+        find_incidents(planted[0], **{name: value})
+    assert error.value.name == name
+
+
+def test_a_wrong_frame_type_is_refused(planted):
+    with pytest.raises(ParameterError, match="activity"):
+        find_incidents(planted[0].jobs)
+
+
+def test_kinds_selects_what_is_reported(planted):
+    only = find_incidents(planted[0], kinds=["stale_credentials"])
+    assert only["kind"].tolist() == ["stale_credentials"]
+
+
+def test_two_of_two_failed_at_night_is_not_an_incident(planted):
+    """The minimum evidence: a handful of failures is never an incident, however bunched."""
+    activity = planted[0]
+    found = find_incidents(activity, min_jobs=10, min_failed=5)
+    assert not ((found["failed_jobs"] < 5) | (found["jobs"] < 10)).any()
+    strict = find_incidents(activity, min_failed=40)
+    assert strict.empty and "departs" in strict.attrs["reason"]
+
+
+def test_cli_prints_the_table_and_json(planted, capsys):
+    from toolkit.incidents.cli import main
+
+    sandbox = planted[2]
+    window = ["--since", "2026-10-18T12:00:00Z", "--until", NOW]  # the sandbox's clock, not ours
+    service = ["--base-url", sandbox.url, "--api-key", sandbox.api_key, *window]
+    assert main(service) == 0
+    out = capsys.readouterr().out
+    assert "provider_outage" in out and "- Twilio failed 100% of SMS" in out
+    assert main([*service, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted(row["kind"] for row in rows) == sorted(DEFAULT_KINDS.values())
+    assert sandbox.api_key not in json.dumps(rows)
+    assert main([*service[:4], "--since", "-1d"]) == 2  # bad input: a message, no traceback
+    assert "error:" in capsys.readouterr().err
+
+
+def test_p_values_are_corrected_and_bounded(found):
+    assert np.all((found["p_value"] >= 0) & (found["p_value"] <= 0.01))

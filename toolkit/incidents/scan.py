@@ -1,0 +1,203 @@
+"""The statistics of incident detection: a scan for the periods where a count departs from its
+baseline, and the exact edges of such a period from the jobs' own timestamps.
+
+Jobs are counted per group and time bucket: ``trials`` (the jobs that could show the problem)
+and ``events`` (those that did: failed, failed with one code, slow, or, for a volume drop, the
+group's share of all jobs). Every contiguous run of buckets of every group is a candidate period;
+the candidate with the largest likelihood ratio (Kulldorff's Bernoulli scan statistic) is each
+group's best, and its p-value is the exact binomial probability of a count this extreme given the
+baseline rate: the rest of the window's, or a separate baseline's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import binom
+
+#: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
+PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
+#: Groups scanned at once (bounds the memory of the all-periods arrays).
+CHUNK = 8
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The minimum evidence a period needs to be tested at all.
+
+    ``low`` scans for too few events (a volume drop): then ``min_events`` applies to the events
+    expected at the baseline rate, and the rate must fall to ``1 / min_ratio`` of the baseline.
+    """
+
+    min_trials: int
+    min_events: int
+    min_ratio: float
+    low: bool = False
+
+
+@dataclass
+class Pick:
+    """A group's best period: buckets ``[first, stop)``, its counts, baseline rate and p-value."""
+
+    group: int
+    first: int
+    stop: int
+    events: int
+    trials: int
+    base_rate: float
+    p_value: float
+
+
+@dataclass
+class Scan:
+    """All-periods scan of ``events`` (groups x buckets) against ``trials`` (trial groups x
+    buckets; ``parent[g]`` is event group g's trial group).
+
+    ``base`` (events, trials per group) replaces the rest of the window as the baseline.
+    ``rounds()`` yields each round's best disjoint periods; `tests` is how many periods the
+    first round examined (those with enough evidence), for the multiple-testing correction.
+    """
+
+    events: np.ndarray
+    trials: np.ndarray
+    parent: np.ndarray
+    evidence: Evidence
+    base: tuple[np.ndarray, np.ndarray] | None = None
+    tests: int = 0
+    used: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.used = np.zeros(self.events.shape, dtype=bool)
+        self._first = self._round(np.arange(len(self.events)))
+        self.tests = self._first[1]
+
+    def first_round(self) -> list[Pick]:
+        return self._first[0]
+
+    def next_round(self, groups: list[int]) -> list[Pick]:
+        """The best periods of ``groups`` apart from the periods already picked."""
+        return self._round(np.asarray(groups, dtype=int))[0] if groups else []
+
+    def mark(self, pick: Pick) -> None:
+        self.used[pick.group, pick.first : pick.stop] = True
+
+    def _round(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+        picks, tests = [], 0
+        for start in range(0, len(groups), CHUNK):
+            chunk = groups[start : start + CHUNK]
+            found, counted = self._best(chunk)
+            picks += found
+            tests += counted
+        return picks, tests
+
+    def _best(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+        rule = self.evidence
+        used = self.used[groups]
+        events = np.where(used, 0, self.events[groups]).astype("float64")
+        trials = np.where(used, 0, self.trials[self.parent[groups]]).astype("float64")
+        k, n = _all_periods(events), _all_periods(trials)
+        crossed = _all_periods(used.astype("float64")) > 0
+        if self.base is None:
+            k_out = events.sum(1)[:, None, None] - k
+            n_out = trials.sum(1)[:, None, None] - n
+            enough_base = n_out >= rule.min_trials
+        else:
+            k_out = np.broadcast_to(self.base[0][groups][:, None, None], k.shape)
+            n_out = np.broadcast_to(self.base[1][groups][:, None, None], k.shape)
+            enough_base = n_out >= rule.min_trials
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base_rate = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
+            rate = k / n
+            if rule.low:
+                evident = (n * base_rate >= rule.min_events) & (rate * rule.min_ratio <= base_rate)
+            else:
+                evident = (k >= rule.min_events) & (rate >= rule.min_ratio * base_rate)
+        valid = evident & (n >= rule.min_trials) & enough_base & ~crossed
+        tests = int(valid.sum())
+        if not tests:
+            return [], 0
+        score = np.where(valid, _llr(k, n, k_out, n_out, self.base is not None), -np.inf)
+        flat = score.reshape(len(groups), -1)
+        best = flat.argmax(1)
+        picks = []
+        for row, index in enumerate(best):
+            if not np.isfinite(flat[row, index]):
+                continue
+            first, stop = np.unravel_index(index, score.shape[1:])
+            at = (row, first, stop)
+            p = p_value(k[at], n[at], k_out[at], n_out[at], low=rule.low)
+            picks.append(
+                Pick(
+                    int(groups[row]),
+                    int(first),
+                    int(stop),
+                    int(k[at]),
+                    int(n[at]),
+                    float(base_rate[at]),
+                    p,
+                )  # fmt: skip
+            )
+        return picks, tests
+
+
+def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> float:
+    """The exact conditional test of two rates: given all the events of the period and the
+    baseline, the probability that the period holds as many (as few, when ``low``) of them as
+    it does, were both rates the same (the baseline's own uncertainty is accounted for)."""
+    total = events + base_events
+    share = trials / (trials + base_trials)
+    if low:
+        return float(binom.cdf(events, total, share))
+    return float(binom.sf(events - 1, total, share))
+
+
+def segment(times: np.ndarray, hits: np.ndarray, rate: float, base_rate: float) -> slice:
+    """The run of jobs (sorted by time) where ``hits`` are bunched: the maximum-scoring
+    contiguous segment of the per-job log-likelihood ratio of ``rate`` against ``base_rate``.
+
+    It starts and ends on a hit (a miss between two periods lowers the score), which puts an
+    incident's edges on the jobs' timestamps instead of bucket edges.
+    """
+    rate = min(max(rate, 1e-6), 1 - 1e-6)
+    base_rate = min(max(base_rate, 1e-9), 1 - 1e-9)
+    hit, miss = np.log(rate / base_rate), np.log((1 - rate) / (1 - base_rate))
+    score = np.concatenate([[0.0], np.cumsum(np.where(hits, hit, miss))])
+    gain = score - np.minimum.accumulate(score)
+    stop = int(gain.argmax())
+    return slice(int(_last_argmin(score)[stop]), stop)
+
+
+def _last_argmin(values: np.ndarray) -> np.ndarray:
+    """For each position, the index of the last minimum of ``values`` up to it."""
+    lowest = np.minimum.accumulate(values)
+    at_min = np.where(values <= lowest, np.arange(len(values)), 0)
+    return np.maximum.accumulate(at_min)
+
+
+def _all_periods(counts: np.ndarray) -> np.ndarray:
+    """``[g, i, j]`` = sum of ``counts[g, i:j]`` (0 where ``j <= i``)."""
+    cumulative = np.concatenate([np.zeros((len(counts), 1)), np.cumsum(counts, 1)], axis=1)
+    sums = cumulative[:, None, :] - cumulative[:, :, None]
+    return sums * np.triu(np.ones(sums.shape[1:], dtype=bool), 1)
+
+
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x > 0, x * np.log(np.where(y > 0, y, 1.0)), 0.0)
+
+
+def _llr(k, n, k_out, n_out, fixed_base: bool) -> np.ndarray:
+    """Log-likelihood ratio of a period's own rate against one rate for the whole window (or
+    the fixed baseline's rate)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inside = _xlogy(k, k / n) + _xlogy(n - k, 1 - k / n)
+        if fixed_base:
+            p0 = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
+            return inside - _xlogy(k, p0) - _xlogy(n - k, 1 - p0)
+        outside = _xlogy(k_out, k_out / n_out) + _xlogy(n_out - k_out, 1 - k_out / n_out)
+        total_k, total_n = k + k_out, n + n_out
+        whole = _xlogy(total_k, total_k / total_n) + _xlogy(
+            total_n - total_k, 1 - total_k / total_n
+        )
+        return inside + outside - whole

@@ -1,0 +1,173 @@
+"""The incidents frame: its columns (a contract), impact, the provider's own error, the sentence."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from toolkit.redact import scrub
+
+#: The kinds of incident, in the order the docs describe them.
+KINDS = (
+    "provider_outage",
+    "error_spike",
+    "domain_bounces",
+    "stale_credentials",
+    "volume_drop",
+    "latency_degradation",
+)
+
+#: The columns of `find_incidents`' frame and their dtypes.
+COLUMNS = {
+    "kind": "string",
+    "channel": "string",
+    "provider_id": "string",
+    "error_code": "string",
+    "domain": "string",
+    "started_at": "datetime64[ns, UTC]",
+    "ended_at": "datetime64[ns, UTC]",
+    "ongoing": "bool",
+    "jobs": "int64",
+    "failed_jobs": "int64",
+    "failure_rate": "float64",
+    "baseline_rate": "float64",
+    "p_value": "float64",
+    "notifications": "int64",
+    "subscribers": "int64",
+    "workflows": "object",
+    "example_error": "string",
+    "summary": "string",
+}
+
+_CHANNEL_NAMES = {
+    "sms": "SMS",
+    "email": "email",
+    "push": "push",
+    "chat": "chat",
+    "in_app": "in-app",
+}
+
+
+def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
+    """A zero-row incidents frame; ``attrs`` say why (``reason``) and what was checked."""
+    frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})
+    frame.attrs.update(reason=reason, checked=checked)
+    return frame
+
+
+def rows_frame(rows: list[dict], table: pd.DataFrame, details: pd.DataFrame,
+               checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
+    """The incidents frame of the kept candidate ``rows``, sorted by impact."""
+    records = [_record(row, table, details) for row in rows]
+    frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    frame = frame.astype({k: v for k, v in COLUMNS.items() if k != "workflows"})
+    frame = frame.sort_values(
+        ["notifications", "failed_jobs", "p_value"], ascending=[False, False, True], kind="stable"
+    ).reset_index(drop=True)
+    frame.attrs.update(reason=f"{len(frame)} incident(s) found", checked=checked)
+    return frame
+
+
+def _record(row: dict, table: pd.DataFrame, details: pd.DataFrame) -> dict[str, Any]:
+    at = table["at"]
+    hit = table.iloc[row["affected"]]
+    keys = row["keys"]
+    kind = row["kind"]
+    start = at.iloc[row["first"]]
+    end = table["event_end"].iloc[row["last"]] if kind != "volume_drop" else at.iloc[row["last"]]
+    codes = hit["error_code"].dropna()
+    code = keys.get("error_code") or (codes.mode().iloc[0] if len(codes) else None)
+    if kind in ("volume_drop", "latency_degradation"):
+        code = None
+    failed = int(hit["failed"].sum()) if kind != "volume_drop" else 0
+    if kind == "volume_drop":
+        missing = max(0, round(row["expected"] - len(hit)))
+        notifications, subscribers = missing, 0
+    else:
+        notifications = hit["notification_id"].nunique()
+        subscribers = hit["subscriber_id"].nunique()
+    record = {
+        "kind": kind,
+        "channel": keys.get("channel"),
+        "provider_id": keys.get("provider_id"),
+        "error_code": code,
+        "domain": keys.get("domain"),
+        "started_at": start,
+        "ended_at": max(end, start),
+        "ongoing": row["ongoing"],
+        "jobs": row["jobs"],
+        "failed_jobs": failed if kind != "volume_drop" else 0,
+        "failure_rate": row["rate"],
+        "baseline_rate": row["base_rate"],
+        "p_value": row["p_value"],
+        "notifications": notifications,
+        "subscribers": subscribers,
+        "workflows": hit["workflow"].dropna().value_counts().index.tolist(),
+        "example_error": _example(hit, code, details),
+    }
+    record["summary"] = _sentence(record, row, hit)
+    return record
+
+
+def _example(hit: pd.DataFrame, code: str | None, details: pd.DataFrame) -> str | None:
+    """The provider's own payload of the incident's first failure, secrets masked."""
+    failing = hit[hit["met_failure"]]
+    if code is not None:
+        failing = failing[failing["error_code"].astype("string").eq(code).fillna(False)]
+    if failing.empty:
+        return None
+    job_id = failing["job_id"].iloc[0]
+    mine = details[details["job_id"].astype("string").eq(job_id).fillna(False)]
+    mine = mine[mine["status"].astype("string").eq("Failed").fillna(False)]
+    raw = mine["raw"].dropna()
+    if raw.empty:
+        text = failing["error_text"].iloc[0]
+        return None if pd.isna(text) else str(text)
+    try:
+        return json.dumps(scrub(json.loads(raw.iloc[-1])))
+    except (TypeError, ValueError):
+        return str(scrub(raw.iloc[-1]))
+
+
+def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
+    if ongoing:
+        return f"since {start:%H:%M} on {start:%b %-d} (ongoing)"
+    if start.date() == end.date():
+        return f"from {start:%H:%M} to {end:%H:%M} on {start:%b %-d}"
+    return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M}"
+
+
+def _name(provider: str | None) -> str:
+    if not provider:
+        return "an unknown provider"
+    return provider[0].upper() + provider[1:] if provider.isalpha() else provider
+
+
+def _sentence(record: dict[str, Any], row: dict, hit: pd.DataFrame) -> str:
+    """One sentence with the numbers, e.g. "Twilio failed 93% of SMS from 13:26 to 16:54 on
+    Oct 28 (usually 3%, error 20503): 137 notifications, 129 people." (times in UTC)."""
+    kind, provider = record["kind"], _name(record["provider_id"])
+    channel = _CHANNEL_NAMES.get(record["channel"], record["channel"] or "")
+    when = _when(record["started_at"], record["ended_at"], record["ongoing"])
+    rate, usual = f"{record['failure_rate']:.0%}", f"{record['baseline_rate']:.0%}"
+    code = f", error {record['error_code']}" if record["error_code"] else ""
+    impact = f"{record['notifications']:,} notifications, {record['subscribers']:,} people"
+    if kind == "provider_outage":
+        text = f"{provider} failed {rate} of {channel} {when} (usually {usual}{code})"
+    elif kind == "error_spike":
+        text = f"{provider} returned error {record['error_code']} on {rate} of {channel} {when} (usually {usual})"
+    elif kind == "domain_bounces":
+        text = f"{provider} {channel} to {record['domain']} failed {rate} {when} (usually {usual}{code})"
+    elif kind == "stale_credentials":
+        text = (f"{provider} {channel} tokens or credentials are no longer valid for {rate} of sends "
+                f"{when} (usually {usual}{code})")  # fmt: skip
+    elif kind == "volume_drop":
+        expected = round(row["expected"])
+        text = f"{provider} sent {record['jobs']:,} {channel} {when} where about {expected:,} were expected"
+        impact = f"about {record['notifications']:,} sends missing"
+    else:
+        text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
+                f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip
+    return f"{text} UTC: {impact}."
