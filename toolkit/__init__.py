@@ -28,6 +28,9 @@ _EXPORTS = {
     "report": "toolkit.report",
     "sandbox": "toolkit.sandbox",
     "Monitor": "toolkit.monitor",
+    "sync": "toolkit.store",
+    "open_store": "toolkit.store",
+    "Store": "toolkit.store",
 }
 
 __all__ = ["__version__", *_EXPORTS]

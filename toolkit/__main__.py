@@ -1,14 +1,15 @@
-"""``python -m toolkit {sandbox,report,incidents} ...``"""
+"""``python -m toolkit {sandbox,report,incidents,sync} ...``"""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = """usage: python -m toolkit {sandbox,report,incidents} [options]
+USAGE = """usage: python -m toolkit {sandbox,report,incidents,sync} [options]
 
   sandbox   serve the local sandbox service (python -m toolkit sandbox --help)
   report    write the shareable HTML delivery report (python -m toolkit report --help)
   incidents print the incidents of a window (python -m toolkit incidents --help)
+  sync      keep a store of activity current on disk (python -m toolkit sync --help)
 """
 
 
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         from toolkit.report.cli import main as run
     elif command == "incidents":
         from toolkit.incidents.cli import main as run
+    elif command == "sync":
+        from toolkit.store.cli import main as run
     else:
         print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
         return 2

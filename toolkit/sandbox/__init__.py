@@ -28,6 +28,7 @@ import importlib
 # load the server and its dependencies.
 _EXPORTS = {
     "Faults": "toolkit.sandbox.faults",
+    "IncidentSpec": "toolkit.sandbox.seed.incidents",
     "Sandbox": "toolkit.sandbox.server",
     "start": "toolkit.sandbox.server",
 }

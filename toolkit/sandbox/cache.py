@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from toolkit.sandbox import seed as seeding
 from toolkit.sandbox.clock import Clock, iso
+from toolkit.sandbox.seed.incidents import specs_of
 from toolkit.sandbox.store import Store
 
 #: The modules whose source is part of the cache key: those that make the seeded data.
@@ -21,9 +23,14 @@ SEEDING = ("clock.py", "ids.py", "store.py", "seed/*.py")
 CACHE_SIZE = 4
 
 
-def _cache_path(seed: int, now: datetime, notifications: int, subscribers: int) -> Path:
+def _cache_path(
+    seed: int, now: datetime, notifications: int, subscribers: int, incidents: str | list
+) -> Path:
     """Where the seeded database of these inputs is cached; the key covers the seeding code."""
-    digest = hashlib.sha256(f"{seed}|{iso(now)}|{notifications}|{subscribers}".encode())
+    specs = specs_of(incidents)
+    planted = incidents if specs is None or not specs else [spec.key(now) for spec in specs]
+    key = json.dumps([seed, iso(now), notifications, subscribers, planted], default=str)
+    digest = hashlib.sha256(key.encode())
     package = Path(__file__).parent
     for module in sorted(path for pattern in SEEDING for path in package.glob(pattern)):
         digest.update(module.read_bytes())
@@ -33,13 +40,21 @@ def _cache_path(seed: int, now: datetime, notifications: int, subscribers: int) 
 
 
 def seed_store(
-    store: Store, clock: Clock, seed: int, notifications: int, subscribers: int, cache: bool
+    store: Store,
+    clock: Clock,
+    seed: int,
+    notifications: int,
+    subscribers: int,
+    incidents: str | list,
+    cache: bool,
 ) -> None:
     """Populate an empty store, through the on-disk cache when ``cache`` (deterministic data).
 
     Cache files are written whole and renamed into place, so concurrent test runs are safe.
     """
-    path = _cache_path(seed, clock.start, notifications, subscribers) if cache else None
+    path = None
+    if cache:
+        path = _cache_path(seed, clock.start, notifications, subscribers, incidents)
     if path is not None:
         with suppress(sqlite3.OperationalError):  # not cached (yet)
             source = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
@@ -49,7 +64,12 @@ def seed_store(
                 path.touch()  # most recently used
             return
     seeding.populate(
-        store, seed=seed, now=clock.start, notifications=notifications, subscribers=subscribers
+        store,
+        seed=seed,
+        now=clock.start,
+        notifications=notifications,
+        subscribers=subscribers,
+        incidents=incidents,
     )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from toolkit.sandbox.cache import seed_store
 from toolkit.sandbox.clock import Clock
 from toolkit.sandbox.faults import ADMIN_PREFIX, DroppingH11Protocol, FaultMiddleware
 from toolkit.sandbox.handle import Sandbox
+from toolkit.sandbox.seed.incidents import specs_of
 from toolkit.sandbox.store import Store
 
 __all__ = ["Sandbox", "start"]
@@ -96,6 +97,8 @@ def start(
     traffic_rate: float = 0.0,
     rate_limit: bool = False,
     log_level: str = "warning",
+    incidents: str | list = "default",
+    clock_speed: float = 1.0,
 ) -> Sandbox:
     """Start a sandbox service on ``host:port`` and return its handle once it answers.
 
@@ -103,7 +106,7 @@ def start(
     ----------
     seed : int
         Seed of the data (and of the fault draws); the data are a function of
-        ``(seed, now, notifications, subscribers)``.
+        ``(seed, now, notifications, subscribers, incidents)``.
     port : int
         TCP port; 0 picks a free one (read ``Sandbox.url``).
     host : str
@@ -123,18 +126,29 @@ def start(
         Turn the service's rate limiter on (`Faults.rate_limit`).
     log_level : str
         uvicorn's log level.
+    incidents : "default", "none" or list
+        What the seeded data of the default environment contain: the three default incidents
+        (an SMS provider outage, an email domain's bounces, stale push tokens), nothing but
+        random low background failures, or these incident specs (dicts or `IncidentSpec`, see
+        `toolkit.sandbox.seed.incidents`). Described in `Sandbox.incidents`.
+    clock_speed : float
+        The sandbox clock runs this many times faster than real time (the seeded data end at
+        ``now`` either way). Live traffic's rate is per sandbox second, so that the feed looks
+        the same at any speed: ``traffic_rate=10, clock_speed=10`` inserts 100 notifications per
+        real second.
 
     Returns
     -------
     Sandbox
         Use it as a context manager, or call ``stop()``.
     """
-    clock = Clock(now)
+    clock = Clock(now, clock_speed)
+    specs_of(incidents)  # invalid specs raise before anything starts
     store = Store(db or ":memory:")
     try:
         if store.get_meta("tenancy") is None:
             cache = db is None and now is not None
-            seed_store(store, clock, seed, notifications, subscribers, cache)
+            seed_store(store, clock, seed, notifications, subscribers, incidents, cache)
         seed = int(store.get_meta("seed") or seed)  # a reused database keeps its own seed
         sandbox = Sandbox(store, clock, _tenancy(store), seed)
     except BaseException:

@@ -1,0 +1,232 @@
+"""The activity store against a real sandbox: reads equal direct reads, syncs are incremental, the
+layout is read by DuckDB, Dask and Polars, and bad input is refused with nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import toolkit
+from toolkit.client import connect
+from toolkit.errors import ParameterError
+from toolkit.metrics import REQUIRED_COLUMNS, delivery_jobs, failure_rates
+from toolkit.store import StoreError, StoreLockedError, layout
+from toolkit.store.state import writer_lock
+
+
+@pytest.fixture(scope="module")
+def client(sandbox):
+    return connect(sandbox=sandbox, progress=False)
+
+
+@pytest.fixture(scope="module")
+def synced(client, tmp_path_factory):
+    """A store of the shared sandbox's last three days."""
+    path = tmp_path_factory.mktemp("store") / "activity"
+    result = toolkit.sync(client, path, since="3d")
+    return path, result
+
+
+def _requests(sandbox):
+    return sandbox.faults.stats["requests"]
+
+
+def _equal(got, expected):
+    for name, mine, theirs in zip(got._fields, got, expected, strict=True):
+        pd.testing.assert_frame_equal(mine, theirs, obj=name)
+
+
+def _files(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+def test_store_read_equals_a_direct_read(sandbox, client, synced):
+    path, result = synced
+    store = toolkit.open_store(path)
+    after, watermark = store.window
+    assert (after, watermark) == (result.after, result.before)
+    assert result.added == len(store.read().notifications) > 1000 and result.days == 4
+    _equal(store.read(), toolkit.read_activity(client, after=after, before=watermark))
+    # a part of the window, with filters, and the newest few
+    start, end = watermark - pd.Timedelta("30h"), watermark - pd.Timedelta("2h")
+    for filters in ({}, {"channels": ["sms", "push"]}, {"severity": "high"}, {"limit": 7}):
+        direct = toolkit.read_activity(client, after=start, before=end, **filters)
+        _equal(store.read(after=start, before=end, **filters), direct)
+    assert store.read(after="6h").attrs["after"] == watermark - pd.Timedelta("6h")
+    text = repr(store)
+    assert "notifications" in text and "MB" in text and "Acme/Development" in text
+    assert sandbox.api_key not in text and sandbox.api_key not in (path / "state.json").read_text()
+
+
+def test_metrics_from_only_the_required_columns(synced):
+    store = toolkit.open_store(synced[0])
+    full, lean = store.read(), store.read_for_metrics()
+    for name, needed in REQUIRED_COLUMNS.items():
+        assert set(getattr(lean, name).columns) == set(needed)
+    assert len(lean.execution_details) < len(full.execution_details)
+    rates = failure_rates(delivery_jobs(full), ["channel", "provider_id"])
+    pd.testing.assert_frame_equal(
+        failure_rates(delivery_jobs(lean), ["channel", "provider_id"]), rates
+    )
+    pd.testing.assert_frame_equal(
+        delivery_jobs(lean).reset_index(drop=True), delivery_jobs(full).reset_index(drop=True)
+    )
+    found = toolkit.find_incidents(full)
+    assert len(found) > 0  # the planted incidents of the last days
+    pd.testing.assert_frame_equal(toolkit.find_incidents(lean), found)
+
+
+def test_second_sync_is_incremental_and_upserts(fresh_sandbox, tmp_path):
+    client = connect(sandbox=fresh_sandbox, progress=False)
+    path = tmp_path / "s"
+    before = _requests(fresh_sandbox)
+    first = toolkit.sync(client, path, since="14d", lag="10m")
+    first_requests = _requests(fresh_sandbox) - before
+    fresh_sandbox.start_traffic(rate=50)
+    try:
+        store = toolkit.open_store(path)
+        _wait(lambda: len(client.list_activity(after=store.watermark)) >= 20)
+    finally:
+        fresh_sandbox.stop_traffic()
+    before = _requests(fresh_sandbox)
+    second = toolkit.sync(client, path, since="14d", lag="10m")
+    second_requests = _requests(fresh_sandbox) - before
+    assert first_requests >= 10 and second_requests <= 6
+    assert second.added >= 20 and second.after == first.before - pd.Timedelta("10m")
+    assert second.before > first.before
+    store = toolkit.open_store(path)
+    assert store.window == (first.after, second.before)
+    direct = toolkit.read_activity(client, after=first.after, before=second.before)
+    _equal(store.read(), direct)
+
+
+def test_other_engines_read_the_layout(synced):
+    import dask.dataframe as dd
+    import duckdb
+    import polars as pl
+
+    path = synced[0]
+    store = toolkit.open_store(path)
+    full = store.read()
+    for table, frame in zip(layout.TABLES, full, strict=True):
+        folder = str(path / table)
+        assert len(dd.read_parquet(folder)) == len(frame), table
+        assert pl.scan_parquet(f"{folder}/**/*.parquet", hive_partitioning=True).select(
+            pl.len()
+        ).collect().item() == len(frame)
+        sql = f"SELECT count(*) FROM read_parquet('{folder}/*/*.parquet', hive_partitioning=1)"
+        assert duckdb.sql(sql).fetchall() == [(len(frame),)]
+        assert store.sql(f"SELECT count(*) AS n FROM {table}")["n"][0] == len(frame)
+    by_day = store.sql(
+        "SELECT created_date, count(*) AS n FROM notifications GROUP BY 1 ORDER BY 1"
+    )
+    days = full.notifications["created_at"].dt.strftime("%Y-%m-%d").value_counts().sort_index()
+    assert by_day["n"].tolist() == days.tolist()
+    assert by_day["created_date"].tolist() == days.index.tolist()
+    schema = pq.read_schema(next((path / "jobs").glob("*/*.parquet")))
+    assert str(schema.field("status").type) == "dictionary<values=string, indices=int32, ordered=0>"
+    notifications = pq.read_schema(next((path / "notifications").glob("*/*.parquet")))
+    assert str(notifications.field("channels").type.value_type) == "string"
+
+
+def test_refuses_paths_that_cannot_be_stores(client, tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(ParameterError, match="a directory"):
+        toolkit.sync(client, a_file, since="1d")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ParameterError, match="no state.json"):
+        toolkit.sync(client, foreign, since="1d")
+    assert _files(foreign) == ["notes.txt"]
+    with pytest.raises(ParameterError, match="is a file"):
+        toolkit.sync(client, a_file / "store", since="1d")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # permissions hold (not when running as root)
+            with pytest.raises(ParameterError, match="write to"):
+                toolkit.sync(client, locked / "store", since="1d")
+    finally:
+        os.chmod(locked, 0o700)
+    with pytest.raises(ParameterError, match="state.json"):
+        toolkit.open_store(tmp_path / "nothing")
+
+
+def test_refuses_another_source_other_filters_and_retention(sandbox, synced, tmp_path):
+    path = synced[0]
+    files = _files(path)
+    other = connect(sandbox=sandbox, environment="Acme/Production", progress=False)
+    with pytest.raises(ParameterError, match="allow_source_change"):
+        toolkit.sync(other, path, since="3d")
+    client = connect(sandbox=sandbox, progress=False)
+    with pytest.raises(ParameterError, match="the store's filters"):
+        toolkit.sync(client, path, since="3d", channels="sms")
+    with pytest.raises(ParameterError, match="chanels"):
+        toolkit.sync(client, path, since="3d", chanels="sms")
+    with pytest.raises(ParameterError, match="lag"):
+        toolkit.sync(client, path, since="3d", lag="soon")
+    assert _files(path) == files
+    free = connect(sandbox=sandbox, environment="Globex/Development", progress=False)
+    with pytest.raises(ParameterError, match="--since") as raised:
+        toolkit.sync(free, tmp_path / "free", since="3d")
+    assert "retention" in str(raised.value)
+    assert not (tmp_path / "free").exists()
+
+
+def test_a_second_sync_at_once_is_refused(client, synced):
+    path = synced[0]
+    files = _files(path)
+    with writer_lock(path), pytest.raises(StoreLockedError, match="another sync"):
+        toolkit.sync(client, path, since="3d")
+    assert _files(path) == files
+
+
+def test_damaged_file_is_named_and_repaired_by_a_sync(client, synced, tmp_path):
+    import shutil
+
+    path = tmp_path / "copy"
+    shutil.copytree(synced[0], path)
+    expected = toolkit.open_store(path).read()
+    day = sorted(layout.days_held(path))[1]
+    damaged = layout.day_path(path, "jobs", day)
+    damaged.write_bytes(damaged.read_bytes()[:100])  # truncated
+    with pytest.raises(StoreError, match=f"{damaged}.*re-read {day}"):
+        toolkit.open_store(path).read()
+    damaged.unlink()
+    state = json.loads((path / "state.json").read_text())
+    result = toolkit.sync(client, path, since="3d", lag="0s")
+    assert result.days == 2  # the repaired day and the watermark's
+    store = toolkit.open_store(path)
+    assert store.window == (expected.attrs["after"], pd.Timestamp(result.before))
+    assert json.loads((path / "state.json").read_text())["after"] == state["after"]
+    _equal(store.read(before=expected.attrs["before"]), expected)
+
+
+def _wait(predicate, timeout=30.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_sync_command(sandbox, tmp_path, monkeypatch, capsys):
+    from toolkit.__main__ import main
+
+    monkeypatch.setenv("SVC_BASE_URL", sandbox.url)
+    monkeypatch.setenv("SVC_API_KEY", sandbox.api_key)
+    assert main(["sync", "--store", str(tmp_path / "s"), "--since", "1d", "--lag", "5m"]) == 0
+    out, err = capsys.readouterr()
+    assert "added" in out and "day(s) written" in out and sandbox.api_key not in out + err
+    assert toolkit.open_store(tmp_path / "s").watermark is not None
+    assert main(["sync", "--store", str(tmp_path / "s"), "--lag", "soon"]) == 2
+    assert "lag='soon' is not allowed" in capsys.readouterr().err
+    assert main(["sync"]) == 2
