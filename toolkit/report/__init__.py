@@ -10,6 +10,7 @@ key is rendered: only counts, statuses, providers, error texts and ids.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +32,7 @@ from toolkit.timeutil import resolve_window, to_iso
 __all__ = [
     "Report",
     "build_report",
+    "check_out",
     "delivery_report",
     "headline",
     "headline_lines",
@@ -143,10 +145,26 @@ def write_report(
     generated_at: datetime,
     top: int = 10,
 ) -> Path:
-    """Write `build_report` to ``path`` (UTF-8) and return the path."""
-    path = Path(path)
+    """Write `build_report` to ``path`` (UTF-8, checked first with `check_out`); the path."""
+    path = check_out(path)
     html = build_report(activity, provenance=provenance, generated_at=generated_at, top=top)
     path.write_text(html, encoding="utf-8")
+    return path
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as a Path, if a report can be written there: not a directory, in an existing
+    directory, writable. Raises `ParameterError` (name ``out``) otherwise."""
+    path = Path(out)
+    folder = path.parent.resolve()
+    if path.is_dir():
+        raise ParameterError("out", str(out), "a file name, not a directory")
+    if not folder.is_dir():
+        raise ParameterError(
+            "out", str(out), f"a file in an existing directory ({folder} is not one)"
+        )
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ParameterError("out", str(out), "a file you may write")
     return path
 
 
@@ -171,7 +189,7 @@ def delivery_report(
     since, until : str, datetime or duration
         The window; ``"7d"`` is seven days before the service's now; ``until`` defaults to now.
     out : str or Path
-        The HTML file to write.
+        The HTML file to write, checked (`check_out`) before anything is read.
     channels : str or list of str, optional
         Only these channels.
     generated_at : datetime, optional
@@ -190,6 +208,7 @@ def delivery_report(
     from toolkit.client import connect
     from toolkit.read import read_activity
 
+    out = check_out(out)
     client = connect() if client is None else client
     now = client.now()
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
