@@ -370,6 +370,7 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
             customdata=table["n"].tolist(),
             hovertemplate=f"%{{x}}: {column} %{{text}} (%{{customdata}} jobs)<extra></extra>",
             marker_color=color,
+            textangle=0,
             meta="timing",
         )
     return fig

@@ -65,11 +65,13 @@ CHARTS = (
 #: The columns of each activity frame the report reads: the measures' (`metrics.REQUIRED_COLUMNS`)
 #: plus what the charts, the top failures and the findings' examples show.
 COLUMNS = {
-    "notifications": (*metrics.REQUIRED_COLUMNS["notifications"], "transaction_id", "status"),
-    "jobs": metrics.REQUIRED_COLUMNS["jobs"],
-    "execution_details": (*metrics.REQUIRED_COLUMNS["execution_details"], "execution_detail_id",
-                          "channel", "provider_id", "raw"),
-}  # fmt: skip
+    name: tuple(dict.fromkeys((*metrics.REQUIRED_COLUMNS[name], *extra)))
+    for name, extra in (
+        ("notifications", ("transaction_id", "status")),
+        ("jobs", ()),
+        ("execution_details", ("execution_detail_id", "channel", "provider_id", "raw")),
+    )
+}
 
 _LABELS = {
     "base_url": "Service",

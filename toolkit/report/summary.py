@@ -147,10 +147,10 @@ def _change(value: float | None, before: float | None, kind: str) -> str:
     if value is None or before is None:
         return "no change to show"
     if kind == "rate":
-        return f"{100 * (value - before):+.1f} pts"
+        return f"{round(100 * (value - before), 1) + 0.0:+.1f} pts"  # + 0.0: no "-0.0"
     if before == 0:
         return "was 0" if value else "no change"
-    return f"{100 * (value - before) / before:+.1f}%"
+    return f"{round(100 * (value - before) / before, 1) + 0.0:+.1f}%"
 
 
 def _channel_order(channels) -> list[str]:
