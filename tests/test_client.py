@@ -10,7 +10,8 @@ import pytest
 from conftest import Waits
 
 import toolkit
-from toolkit.client import Client, _unwrap, connect
+from toolkit._checks import unwrap as _unwrap
+from toolkit.client import Client, connect
 from toolkit.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -384,3 +385,12 @@ def test_a_progress_bar_shows_only_for_reads_of_more_than_one_page(sandbox, caps
     assert "activity" in capsys.readouterr().err
     client.list_activity(limit=120, page_size=20, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_progress_bar_in_a_log_is_not_redrawn_many_times_a_second(sandbox, faults, capsys):
+    faults.set(latency=0.02)
+    client = Client.from_sandbox(sandbox, workers=1)  # progress on; stderr is not a terminal
+    client.list_activity(limit=600, page_size=10)
+    drawn = capsys.readouterr().err
+    assert "activity" in drawn
+    assert drawn.count("\r") <= 3  # first draw, last draw (60 pages took over a second)

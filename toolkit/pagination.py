@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
+from urllib.parse import urlencode
 
-from toolkit.errors import PaginationError
+from toolkit.errors import PaginationError, ParameterError
 
-__all__ = ["ActivityPager", "iter_cursor_pages", "progress_bar"]
+__all__ = [
+    "MAX_QUERY",
+    "ActivityPager",
+    "iter_cursor_pages",
+    "merge_newest_first",
+    "progress_bar",
+    "split_query",
+]
+
+#: Longest query string sent (servers and proxies drop longer request lines, often from 4-8 KB).
+MAX_QUERY = 4000
 
 
 def _items(body: Any) -> list[Any]:
@@ -104,18 +116,10 @@ class ActivityPager:
 
     def records(self) -> Iterator[dict[str, Any]]:
         """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive."""
-        seen: set[Any] = set()
-        count = 0
-        for items in self._ordered():
-            for item in items:
-                key = _key(item)
-                if key is not None and key in seen:
-                    continue
-                seen.add(key)
-                yield item
-                count += 1
-                if self.limit and count >= self.limit:
-                    return
+        for count, item in enumerate(_unique(itertools.chain.from_iterable(self._ordered())), 1):
+            yield item
+            if self.limit and count >= self.limit:
+                return
 
     def _ordered(self) -> Iterator[list[Any]]:
         """Each page's items, in page order."""
@@ -200,6 +204,70 @@ def _is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def split_query(
+    params: Mapping[str, Any], names: Mapping[str, str] | None = None, max_length: int = MAX_QUERY
+) -> list[dict[str, Any]]:
+    """``params`` as queries that each fit in ``max_length`` characters once encoded.
+
+    The longest list is split over several queries (the others repeated in each); their results
+    are the union of the original's, to merge with `merge_newest_first`.
+
+    Raises
+    ------
+    ParameterError
+        The other parameters leave too little room (two long lists): ``names`` maps a query
+        parameter to the caller's name for the message.
+    """
+    if _length(params) <= max_length:
+        return [dict(params)]
+    lists = [name for name, value in params.items() if isinstance(value, list)]
+    longest = max(lists, key=lambda name: _length({name: params[name]}))
+    rest = {name: value for name, value in params.items() if name != longest}
+    room = max_length - _length(rest) - 40  # page and limit
+    if room < max_length // 2:  # name the longest of the other parameters: it does not fit
+        other = max(rest, key=lambda name: _length({name: rest[name]}))
+        raise ParameterError(
+            (names or {}).get(other, other),
+            rest[other],
+            f"filters that fit in {max_length:,} characters of URL once "
+            "encoded, with at most one long list (it is split over several requests)"
+        )  # fmt: skip
+    queries, chunk, size = [], [], 0
+    for item in params[longest]:
+        length = _length({longest: item}) + 1
+        if chunk and size + length > room:
+            queries.append({**rest, longest: chunk})
+            chunk, size = [], 0
+        chunk.append(item)
+        size += length
+    return [*queries, {**rest, longest: chunk}]
+
+
+def merge_newest_first(
+    reads: Iterable[Iterable[dict[str, Any]]], limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Records of several newest-first reads as one newest-first read, de-duplicated by ``_id``."""
+    merged = heapq.merge(*reads, key=lambda record: record.get("createdAt") or "", reverse=True)
+    for count, record in enumerate(_unique(merged), 1):
+        yield record
+        if limit and count >= limit:
+            return
+
+
+def _unique(records: Iterable[Any]) -> Iterator[Any]:
+    """``records`` without repeats of an ``_id``."""
+    seen: set[Any] = set()
+    for record in records:
+        key = _key(record)
+        if key is None or key not in seen:
+            seen.add(key)
+            yield record
+
+
+def _length(params: Mapping[str, Any]) -> int:
+    return len(urlencode(params, doseq=True))
 
 
 def _key(item: Any) -> Any:

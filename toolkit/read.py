@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit._version import __version__
+from toolkit.errors import ParameterError
 from toolkit.frames import (
     Activity,
     activity_frames,
@@ -88,6 +89,7 @@ def read_subscribers(
         "order_direction": order_direction,
         "limit": limit,
     }
+    _check_client(client, "search_subscribers")
     records = client.search_subscribers(**filters)
     if client.progress if progress is None else progress:
         records = _progress(records, "subscribers")
@@ -128,6 +130,7 @@ def read_subscriptions(
         ``subscriber_first_name``, ``subscriber_last_name`` (string). Older servers send no
         ``identifier`` nor ``contextKeys``: missing values.
     """
+    _check_client(client, "list_subscriptions_many")
     subscriber_ids = _listed(subscriber_ids)
     by_subscriber = client.list_subscriptions_many(
         subscriber_ids, key=key, workers=workers, progress=progress
@@ -208,6 +211,7 @@ def read_activity(
         ``is_test``, ``raw`` (string), ``error_text``, ``error_code``, ``channel`` (the job
         type).
     """
+    _check_client(client, "iter_activity")
     start, end = resolve_window(after, before, now=client.now())
     filters = {
         "channels": _listed(channels),
@@ -263,7 +267,16 @@ def read_integrations(
     --------
     >>> remaining = read_integrations(client, client.delete_integration(integration_id))
     """
-    records = [integrations] if isinstance(integrations, Mapping) else list(integrations)
+    _check_client(client, "delete_integration")
+    if isinstance(integrations, Mapping):
+        integrations = [integrations]
+    allowed = "an Integration (dict) or a list of them, as the client returned them"
+    if isinstance(integrations, str | bytes) or not isinstance(integrations, Iterable):
+        raise ParameterError("integrations", integrations, allowed)
+    records = list(integrations)
+    for record in records:
+        if not isinstance(record, Mapping):
+            raise ParameterError("integrations", record, allowed)
     frame = integrations_frame(records, reveal_secrets=reveal_secrets)
     frame.attrs = _provenance(client, "integrations", {})
     return frame
@@ -278,6 +291,11 @@ def _provenance(client: Any, operation: str, filters: Mapping[str, Any]) -> dict
         "fetched_at": pd.Timestamp(client.now()),
         "toolkit_version": __version__,
     }
+
+
+def _check_client(client: Any, method: str) -> None:
+    if not callable(getattr(client, method, None)):
+        raise ParameterError("client", client, "a toolkit Client, such as toolkit.connect()")
 
 
 def _listed(value: Any) -> Any:
