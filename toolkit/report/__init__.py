@@ -273,7 +273,6 @@ def _contents(activity, previous, incidents: pd.DataFrame | None, top: int) -> d
             {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
             for row in failures.to_dict("records")
         ],
-        "fetched_at": activity.attrs.get("fetched_at") if hasattr(activity, "attrs") else None,
         "in_flight_notifications": int(
             jobs.loc[
                 jobs["outcome"].astype("string").eq("in_flight").fillna(False).to_numpy(),
@@ -316,12 +315,10 @@ def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_a
 
 def _completeness(contents: dict[str, Any], provenance: Mapping[str, Any]) -> list[str]:
     figures = contents["headline"]
-    when = contents["fetched_at"]
     notes = [
         f"{figures['in_flight']:,} delivery jobs of {contents['in_flight_notifications']:,} "
-        f"notifications were still in flight when read"
-        f"{' (' + to_iso(when) + ')' if when is not None else ''}: their outcome may still "
-        "change, and they count neither as failures nor as successes.",
+        "notifications were still in flight when read: their outcome may still change, and "
+        "they count neither as failures nor as successes.",
         f"{figures['not_sent']:,} delivery jobs were not sent (skipped, canceled or merged into "
         "a digest) and are not counted in the failure rates.",
         "Records keep changing after they are read (late provider webhooks, read confirmations, "
