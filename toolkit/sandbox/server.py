@@ -19,10 +19,11 @@ import uvicorn
 
 from toolkit.sandbox.admin import admin_app
 from toolkit.sandbox.app import create_app
-from toolkit.sandbox.cache import seed_store
+from toolkit.sandbox.cache import SNAPSHOT_UP_TO, seeded_image
 from toolkit.sandbox.clock import Clock
 from toolkit.sandbox.faults import ADMIN_PREFIX, DroppingH11Protocol, FaultMiddleware
 from toolkit.sandbox.handle import Sandbox
+from toolkit.sandbox.seed import populate
 from toolkit.sandbox.seed.incidents import specs_of
 from toolkit.sandbox.store import Store
 
@@ -79,6 +80,10 @@ def _serve(sandbox: Sandbox, host: str, port: int, log_level: str) -> None:
         pass
 
 
+def _open(db: str | os.PathLike | None) -> Store:
+    return Store(db or ":memory:")
+
+
 def _tenancy(store: Store) -> dict[str, Any]:
     return {
         "environments": json.loads(store.get_meta("tenancy"))["environments"],
@@ -115,9 +120,11 @@ def start(
         SQLite file. A new file is seeded; an existing one is reused as it is (data, API keys
         and all: ``seed`` and the sizes are then ignored). Default: in memory.
     now : str or datetime, optional
-        The instant the service's clock starts at (ISO 8601). Default: the real now. Given
-        explicitly, the seeded in-memory database is cached in the temp directory, so that the
-        next start with the same inputs is fast.
+        The instant the service's clock starts at (ISO 8601). Default: the real now. In memory
+        (up to `cache.SNAPSHOT_UP_TO` notifications) the data are those seeded at
+        `cache.ANCHOR` shifted to ``now``, cached in the temp directory, so every start after
+        the first with the same seed, sizes and incidents is fast. A new ``db`` file is
+        seeded at ``now`` directly.
     notifications, subscribers : int
         Sizes of the seeded data set of the default environment.
     traffic_rate : float
@@ -144,11 +151,20 @@ def start(
     """
     clock = Clock(now, clock_speed)
     specs_of(incidents)  # invalid specs raise before anything starts
-    store = Store(db or ":memory:")
+    store = _open(db)
     try:
         if store.get_meta("tenancy") is None:
-            cache = db is None and now is not None
-            seed_store(store, clock, seed, notifications, subscribers, incidents, cache)
+            if db is None and notifications <= SNAPSHOT_UP_TO:
+                store.load(seeded_image(seed, clock.start, notifications, subscribers, incidents))
+            else:  # a new database file, or a large data set: seeded at the clock directly
+                populate(
+                    store,
+                    seed=seed,
+                    now=clock.start,
+                    notifications=notifications,
+                    subscribers=subscribers,
+                    incidents=incidents,
+                )
         seed = int(store.get_meta("seed") or seed)  # a reused database keeps its own seed
         sandbox = Sandbox(store, clock, _tenancy(store), seed)
     except BaseException:
