@@ -74,8 +74,9 @@ def create_app(store: Store, clock: Clock) -> FastAPI:
     )
     errors = ErrorRenderer(service)
     app.state.errors = errors
+    app.state.service = service
     app.state.idempotency = Idempotency(service)
-    router = APIRouter(route_class=IdempotentRoute, dependencies=[Depends(_idempotency_key)])
+    router = APIRouter(route_class=IdempotentRoute)
     for module in (routes_subscribers, routes_integrations, routes_activity):
         module.register(router, service)
     app.include_router(router)
@@ -86,12 +87,12 @@ def create_app(store: Store, clock: Clock) -> FastAPI:
     return app
 
 
-def _idempotency_key(
+async def _idempotency_key(
     idempotency_key: Annotated[
         str,
         Header(
             alias="idempotency-key",
-            description="Honoured on POST and PATCH (at most 255 characters), ignored otherwise.",
+            description="Runs the request once (at most 255 characters).",
         ),
     ] = None,
 ) -> None:
@@ -225,6 +226,13 @@ class Idempotency:
 
 class IdempotentRoute(APIRoute):
     """A route that, for POST and PATCH with an ``idempotency-key``, runs each request once."""
+
+    def __init__(self, path: str, endpoint: Callable, **options: Any):
+        methods = {method.upper() for method in options.get("methods") or ()}
+        if methods & IDEMPOTENT_METHODS:  # only there: other routes skip resolving it
+            options["dependencies"] = [*(options.get("dependencies") or []),
+                                       Depends(_idempotency_key)]  # fmt: skip
+        super().__init__(path, endpoint, **options)
 
     def get_route_handler(self) -> Callable:
         handle = super().get_route_handler()

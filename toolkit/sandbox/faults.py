@@ -464,6 +464,8 @@ class FaultMiddleware:
             await self.app(scope, receive, send_with_headers)
 
     def _limit(self, scope: dict) -> _Limit | None:
+        if self.faults._limits is None:
+            return None
         category = category_of(scope["path"])
         key = api_key_of(scope)
         environment_id = self.environment_of(key) if category and key else None
