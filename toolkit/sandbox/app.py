@@ -12,6 +12,8 @@ sandbox where both are silent:
   status below 500 are stored and replayed (a deterministic 4xx replays as well); a 5xx frees the
   key so that the retry runs again. A different fingerprint answers 422 (also when the first
   request is still running); a running one 409 with ``Retry-After: 1``. An empty key is no key.
+  Keys still claimed by a killed process are released when its database file is opened again.
+- A request body over `MAX_BODY_BYTES` (1 MiB) answers 413.
 - Cursor lists: ``after`` with ``before`` is a 422 (field ``before``); the search's ``limit`` is
   at most 100 and ``orderBy`` one of ``_id``, ``createdAt``, ``updatedAt``; empty search filters
   are ignored. A cursor must name an item of the list's scope (its filters aside).
