@@ -72,3 +72,10 @@ def test_the_iso_format_is_the_same_on_both_sides(moment):
     from toolkit.sandbox import clock
 
     assert timeutil.to_iso(moment) == clock.iso(moment)
+
+
+def test_the_sandbox_plants_every_kind_of_incident_the_detector_finds():
+    from toolkit.incidents import summary
+    from toolkit.sandbox.seed import KINDS
+
+    assert KINDS == summary.KINDS
