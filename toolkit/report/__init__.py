@@ -136,21 +136,11 @@ def build_report(
     return _render(_contents(activity, previous, incidents, top), provenance, generated_at)
 
 
-def write_report(
-    path: str | Path,
-    activity,
-    *,
-    provenance: Mapping[str, Any],
-    generated_at: datetime,
-    previous=None,
-    incidents: pd.DataFrame | None = None,
-    top: int = 10,
-) -> Path:
-    """Write `build_report` to ``path`` (UTF-8, checked first with `check_out`); the path."""
+def write_report(path: str | Path, activity, **options: Any) -> Path:
+    """Write ``build_report(activity, **options)`` to ``path`` (UTF-8, checked first with
+    `check_out`) and return the path."""
     path = check_out(path)
-    html = build_report(activity, provenance=provenance, generated_at=generated_at,
-                        previous=previous, incidents=incidents, top=top)  # fmt: skip
-    path.write_text(html, encoding="utf-8")
+    path.write_text(build_report(activity, **options), encoding="utf-8")
     return path
 
 

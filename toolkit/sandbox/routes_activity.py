@@ -43,6 +43,13 @@ def window(tenant: Tenant, now: datetime, after: str | None, before: str | None)
     earliest = now - timedelta(days=days)
     start = earliest if after is None else _instant("after", after)
     end = now if before is None else _instant("before", before)
+    if after is None and end < earliest - RETENTION_GRACE:  # "start > end" would blame 'after'
+        raise ApiError(
+            402,
+            "Requested date range exceeds your plan's retention period. The"
+            f" {tenant.plan} plan keeps {days} day(s) of activity: 'before' must not be earlier"
+            f" than {iso(earliest)}.",
+        )
     if start > end:
         raise ApiError(400, "The 'after' parameter must not be later than the 'before' parameter.")
     if start < earliest - RETENTION_GRACE:

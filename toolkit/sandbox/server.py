@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sqlite3
 import threading
 import time
 import urllib.request
+from contextlib import closing
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from toolkit.sandbox.admin import admin_app
-from toolkit.sandbox.app import create_app
+from toolkit.sandbox.app import BodyLimit, create_app
 from toolkit.sandbox.cache import SNAPSHOT_UP_TO, seeded_image
 from toolkit.sandbox.clock import Clock
 from toolkit.sandbox.faults import ADMIN_PREFIX, DroppingH11Protocol, FaultMiddleware
@@ -44,7 +48,7 @@ def _serve(sandbox: Sandbox, host: str, port: int, log_level: str) -> None:
         return row[0] if row else None
 
     service = FaultMiddleware(
-        create_app(store, sandbox.clock), sandbox.faults, sandbox.clock, environment_of
+        BodyLimit(create_app(store, sandbox.clock)), sandbox.faults, sandbox.clock, environment_of
     )
     admin = admin_app(sandbox)
 
@@ -81,7 +85,24 @@ def _serve(sandbox: Sandbox, host: str, port: int, log_level: str) -> None:
 
 
 def _open(db: str | os.PathLike | None) -> Store:
-    return Store(db or ":memory:")
+    """The store: in memory, or the file ``db`` (ValueError when it cannot be one), with the
+    idempotency claims of a killed previous process released."""
+    if db is None:
+        return Store(":memory:")
+    path = Path(db)
+    if not path.parent.is_dir():
+        raise ValueError(f"db: the folder {str(path.parent)!r} does not exist")
+    if path.is_file() and path.stat().st_size:
+        try:
+            with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as probe:
+                probe.execute("SELECT value FROM meta WHERE key = 'tenancy'").fetchone()
+        except sqlite3.DatabaseError:
+            raise ValueError(f"db: {str(path)!r} is not a sandbox database") from None
+    elif path.exists() and not path.is_file():
+        raise ValueError(f"db: {str(path)!r} is not a file")
+    store = Store(path)
+    store.release_claims()
+    return store
 
 
 def _tenancy(store: Store) -> dict[str, Any]:
@@ -118,7 +139,9 @@ def start(
         Interface to bind; keep the default loopback unless you mean to share it.
     db : path, optional
         SQLite file. A new file is seeded; an existing one is reused as it is (data, API keys
-        and all: ``seed`` and the sizes are then ignored). Default: in memory.
+        and all: ``seed`` and the sizes are then ignored), its idempotency keys claimed by
+        requests that were running when a previous process was killed released. Default: in
+        memory. A missing folder or a file that is not a sandbox database: ValueError.
     now : str or datetime, optional
         The instant the service's clock starts at (ISO 8601). Default: the real now. In memory
         (up to `cache.SNAPSHOT_UP_TO` notifications) the data are those seeded at
@@ -151,6 +174,10 @@ def start(
     """
     clock = Clock(now, clock_speed)
     specs_of(incidents)  # invalid specs raise before anything starts
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        raise ValueError(f"host: cannot serve on {host!r} port {port!r}: {exc}") from None
     store = _open(db)
     try:
         if store.get_meta("tenancy") is None:

@@ -207,6 +207,12 @@ class Store:
         with self._lock:
             self._conn.deserialize(image)
 
+    def release_claims(self) -> int:
+        """Free the idempotency keys of requests that were running when a previous process
+        stopped (killed mid-write): their retries run again instead of answering 409."""
+        with self.write() as db:
+            return db.execute("DELETE FROM idempotency WHERE state = 'running'").rowcount
+
     def get_meta(self, key: str) -> str | None:
         with self.read() as db:
             row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
