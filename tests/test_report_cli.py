@@ -71,3 +71,17 @@ def test_retention_error_names_the_cli_flags(monkeypatch, sandbox, tmp_path, cap
     assert "'after'" not in error and "after >=" not in error  # the API's parameter, not the CLI's
     assert "use a --since of 20" in error  # the earliest instant allowed
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_window_within_retention_is_reported_without_its_previous_period(
+    monkeypatch, sandbox, tmp_path, capsys
+):
+    monkeypatch.setenv("SVC_BASE_URL", sandbox.url)
+    monkeypatch.setenv("SVC_API_KEY", sandbox.api_keys["Globex/Development"])  # free: 24 h
+    out = tmp_path / "r.html"
+    assert main([*_window(sandbox, 20), "--out", str(out)]) == 0  # the 20 h before: too old
+    html = out.read_text(encoding="utf-8")
+    assert "<dt>Previous period</dt><dd>not available: it starts before the plan" in html
+    assert html.count("previous period: not read") == 7  # every headline card
+    printed = capsys.readouterr().out
+    assert "findings: " in printed and "[previous" not in printed

@@ -12,6 +12,7 @@ a lone ``{"data": X}`` envelope removed; unknown fields and enumeration values a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import random
 import sys
 import threading
@@ -25,7 +26,13 @@ from toolkit import _checks as arg
 from toolkit._http import Transport
 from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
 from toolkit.errors import ConfigurationError, ParameterError
-from toolkit.pagination import ActivityPager, iter_cursor_pages, merge_newest_first, split_query
+from toolkit.pagination import (
+    ActivityPager,
+    iter_cursor_pages,
+    merge_newest_first,
+    read_sliced,
+    split_query,
+)
 from toolkit.timeutil import parse_time, resolve_window, to_iso, utcnow
 from toolkit.vocab import (
     CHANNEL_PROVIDERS,
@@ -39,6 +46,11 @@ __all__ = ["Client", "connect"]
 #: Largest page of each list (the activity feed's is the spec's; the cursor lists' the service's).
 MAX_ACTIVITY_PAGE = 50
 MAX_CURSOR_PAGE = 100
+#: A window with a start is read as time slices (`toolkit.pagination.read_sliced`), one per
+#: this many workers at once, none deeper than this many pages (the feed pages by skip: deep
+#: pages cost the service more).
+SLICE_WORKERS = 4
+SLICE_PAGES = 40
 #: Marks a subscriber field that was not given (left alone), as opposed to None (cleared).
 UNSET: Any = ...
 
@@ -490,14 +502,42 @@ class Client:
         )
         queries = split_query(params, names=_ARGUMENT_NAMES)
         if len(queries) == 1:
-            return self._pager(params, **options).records()
-        reads = (self._pager(query, **options).read() for query in queries)
+            return self._read(params, start, end, **options)
+        reads = (list(self._read(query, start, end, **options)) for query in queries)
         return merge_newest_first(reads, options["limit"])
 
-    def _pager(self, params: dict[str, Any], **options: Any) -> ActivityPager:
+    def _read(
+        self, params: dict[str, Any], start: datetime | None, end: datetime, **options: Any
+    ) -> Iterator[dict[str, Any]]:
+        """One query's records: a window with a start (and no limit) is read as time slices,
+        all sharing ``workers`` requests in flight."""
+        if start is None or options["limit"] is not None:
+            return self._pager(params, **options).records()
+        gate = threading.BoundedSemaphore(options["workers"])
+
+        def read(
+            after: datetime, before: datetime, most: int | None, expected: float
+        ) -> Iterator[dict[str, Any]]:
+            window = {**params, "after": to_iso(after), "before": to_iso(before)}
+            options_ = {**options, "limit": most, "progress": False, "expected": expected}
+            return self._pager(window, gate=gate, **options_).records()
+
+        return read_sliced(
+            read,
+            [(start, end)],
+            concurrent=max(1, options["workers"] // SLICE_WORKERS),
+            most=SLICE_PAGES * options["page_size"],
+            first=options["page_size"],
+            progress=options["progress"],
+        )
+
+    def _pager(
+        self, params: dict[str, Any], gate: threading.Semaphore | None = None, **options: Any
+    ) -> ActivityPager:
         def fetch(page: int, size: int) -> Any:
             query = {**params, "page": page, "limit": size}
-            return self.transport.request("GET", "/v1/notifications", params=query)
+            with gate or contextlib.nullcontext():
+                return self.transport.request("GET", "/v1/notifications", params=query)
 
         return ActivityPager(fetch, **options)
 

@@ -37,8 +37,8 @@ one) and ``error_code`` the provider's code found in that detail's ``raw`` (see 
 
 from __future__ import annotations
 
-import itertools
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any, NamedTuple
@@ -408,69 +408,66 @@ def _credentials(setting: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class _Table:
-    """The columns of one frame, as lists filled row by row, then as arrays of their dtypes.
+    """The columns of one frame, filled row by row, then as arrays of their dtypes.
 
     Rows are dicts keyed by column name, with every column of the spec but the ``given`` ones
     (passed whole to `frame`): a missing or unknown name is an error, never a shifted column.
-    Every `CHUNK` rows the lists are turned into compact arrays (categories into shared
-    strings), so that a long read does not hold a Python object per value; object columns keep
-    the records' own objects.
+    Every `CHUNK` rows are turned into columns: compact arrays (categories as shared strings),
+    so that a long read does not hold a Python object per value; object columns keep the
+    records' own objects.
     """
 
-    #: Rows between two conversions of the lists.
+    #: Rows kept as dicts before they are turned into columns.
     CHUNK = 4096
 
     def __init__(self, spec: Sequence[Column], given: Iterable[str] = ()):
         self.spec = spec
-        given = set(given)
         self.columns = {column.name: column for column in spec}
-        self.lists = {column.name: [] for column in spec if column.name not in given}
-        self.parts: dict[str, list[Any]] = {name: [] for name in self.lists}
-        self._appenders = tuple((name, values.append) for name, values in self.lists.items())
-        self._rows = 0
+        self.names = tuple(column.name for column in spec if column.name not in set(given))
+        self.parts: dict[str, list[Any]] = {name: [] for name in self.names}
+        self.rows: list[Mapping[str, Any]] = []
         self.arrays: dict[str, Any] = {}
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Add one row: a value for each column, by name."""
-        if len(row) != len(self._appenders):
-            unknown = set(row).symmetric_difference(self.lists)
+        if len(row) != len(self.names):
+            unknown = set(row).symmetric_difference(self.names)
             raise KeyError(f"columns not in the row or not in the frame: {sorted(unknown)}")
-        for name, append in self._appenders:
-            append(row[name])
-        self._rows += 1
-        if self._rows % self.CHUNK == 0:
+        self.rows.append(row)
+        if len(self.rows) == self.CHUNK:
             self._compact()
 
     def _compact(self) -> None:
-        for name, values in self.lists.items():
-            column = self.columns[name]
-            if column.dtype == schemas.OBJECT:
-                continue
-            if column.dtype == schemas.CATEGORY:
+        """Turn the rows kept into one part of each column."""
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        values = zip(*map(operator.itemgetter(*self.names), rows), strict=True)
+        for name, column in zip(self.names, values, strict=True):
+            dtype = self.columns[name].dtype
+            if dtype == schemas.OBJECT:
+                self.parts[name].extend(column)
+            elif dtype == schemas.CATEGORY:
                 shared: dict[Any, Any] = {}
-                self.parts[name].append([shared.setdefault(value, value) for value in values])
+                self.parts[name].extend([shared.setdefault(value, value) for value in column])
             else:
-                self.parts[name].append(_array(values, column))
-            values.clear()
+                self.parts[name].append(_array(list(column), self.columns[name]))
 
     def array(self, name: str) -> Any:
-        """The column ``name`` as an array of its dtype (its list is dropped)."""
+        """The column ``name`` as an array of its dtype (its parts are dropped)."""
         if name not in self.arrays:
-            column, values, parts = self.columns[name], self.lists.pop(name), self.parts.pop(name)
-            if column.dtype == schemas.CATEGORY:
-                self.arrays[name] = _array([*itertools.chain(*parts), *values], column)
-            elif parts:
-                parts.append(_array(values, column))
-                self.arrays[name] = _concat(parts)
+            self._compact()
+            column, parts = self.columns[name], self.parts.pop(name)
+            if column.dtype in (schemas.OBJECT, schemas.CATEGORY):
+                self.arrays[name] = _array(parts, column)
             else:
-                self.arrays[name] = _array(values, column)
+                self.arrays[name] = _concat(parts) if parts else _array([], column)
         return self.arrays[name]
 
     def frame(
         self, provenance: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
     ) -> pd.DataFrame:
         """The frame, with the ``given`` columns' arrays and the provenance as ``attrs``."""
-        self._appenders = ()
         self.arrays.update(given or {})
         data = {column.name: self.array(column.name) for column in self.spec}
         self.arrays = {}
@@ -481,6 +478,8 @@ class _Table:
 
 def _concat(parts: list[Any]) -> Any:
     """Arrays of one dtype end to end."""
+    if len(parts) == 1:
+        return parts[0]
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
     return pd.concat([pd.Series(part, copy=False) for part in parts], ignore_index=True).array

@@ -29,6 +29,7 @@ __all__ = [
     "percentiles",
     "time_to_send",
     "top_failures",
+    "totals",
     "wilson_interval",
 ]
 
@@ -59,6 +60,9 @@ DEFINITIONS = {
     "its first Success: the time to deliver without the digest and delay waits before the step.",
     "recipient domain": "For an email job, the lower-cased part after '@' of the subscriber's "
     "email address.",
+    "p50, p95": "Percentiles of a timing over the jobs it is known for: half of them took at "
+    "most the p50 (the median), 95% at most the p95 (linear interpolation between jobs).",
+    "subscribers reached": "Distinct subscribers with at least one finished delivery job.",
 }
 
 #: The columns of each activity frame that the measures read (a store can load only these).
@@ -319,6 +323,38 @@ def top_failures(
     return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 
+def totals(jobs: pd.DataFrame) -> dict[str, Any]:
+    """The measures over all of ``jobs`` (from `delivery_jobs`), as plain numbers.
+
+    Returns
+    -------
+    dict
+        ``delivery_jobs`` (all), ``jobs`` (finished plus failed), ``failed``, ``in_flight``,
+        ``not_sent``, ``failure_rate``, ``ci_low``, ``ci_high`` (None without jobs),
+        ``time_to_deliver_p50``, ``time_to_deliver_p95`` (None when no job was delivered),
+        ``subscribers_reached``.
+    """
+    _columns(jobs, ["outcome", "subscriber_id", "time_to_deliver_s"], "jobs")
+    scope = jobs.assign(_all=0)
+    rates = failure_rates(scope, "_all").to_dict("records")
+    times = percentiles(scope, "_all").to_dict("records")
+    outcome = jobs["outcome"].astype("string")
+    rate, time = (rates or [{}])[0], (times or [{}])[0]
+    return {
+        "delivery_jobs": len(jobs),
+        "jobs": int(rate.get("jobs", 0)),
+        "failed": int(rate.get("failed", 0)),
+        "in_flight": int(rate.get("in_flight", 0)),
+        "not_sent": int(outcome.eq("not_sent").sum()),
+        **{key: _number(rate.get(key)) for key in ("failure_rate", "ci_low", "ci_high")},
+        "time_to_deliver_p50": _number(time.get("p50")),
+        "time_to_deliver_p95": _number(time.get("p95")),
+        "subscribers_reached": int(
+            jobs.loc[outcome.eq("finished").fillna(False).to_numpy(), "subscriber_id"].nunique()
+        ),
+    }
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -384,3 +420,7 @@ def _columns(frame: pd.DataFrame, by: str | Sequence[str], name: str) -> list[st
     if not keys or unknown:
         raise ParameterError(name, by, f"column names of the jobs frame: {list(frame.columns)}")
     return keys
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)

@@ -18,8 +18,9 @@ Arguments are checked by the client before any request is sent (`toolkit.errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -33,10 +34,17 @@ from toolkit.frames import (
     subscribers_frame,
     subscriptions_frame,
 )
+from toolkit.pagination import time_slices
 from toolkit.redact import is_secret, mask
 from toolkit.timeutil import resolve_window
 
-__all__ = ["read_activity", "read_integrations", "read_subscribers", "read_subscriptions"]
+__all__ = [
+    "read_activity",
+    "read_activity_slices",
+    "read_integrations",
+    "read_subscribers",
+    "read_subscriptions",
+]
 
 
 def read_subscribers(
@@ -230,6 +238,52 @@ def read_activity(
     provenance["after"] = None if start is None else pd.Timestamp(start)
     provenance["before"] = pd.Timestamp(end)
     return activity_frames(records, provenance=provenance)
+
+
+def read_activity_slices(
+    client: Any,
+    *,
+    after: str | datetime,
+    before: str | datetime | None = None,
+    every: str | timedelta = "1d",
+    **filters: Any,
+) -> Iterator[tuple[pd.Timestamp, pd.Timestamp, Activity]]:
+    """The window cut in consecutive time slices of ``every``, newest first, each read with
+    `read_activity` into its own `Activity` (for a sync that saves slice by slice).
+
+    Yields ``(start, end, activity)``; the bounds are inclusive, and a notification created on
+    an edge is yielded once, in the newer slice. ``filters`` are those of `read_activity`.
+    """
+    _check_client(client, "iter_activity")
+    start, end = resolve_window(after, before, now=client.now())
+    try:
+        step = pd.Timedelta(every)
+    except (TypeError, ValueError):
+        step = pd.NaT
+    if start is None or step is pd.NaT or step <= pd.Timedelta(0):
+        name, value = ("after", after) if start is None else ("every", every)
+        raise ParameterError(name, value, "a time window with a start, cut by a positive duration")
+    count = max(1, math.ceil((end - start) / step.to_pytimedelta()))
+    on_edge: set[str] = set()
+    for low, high in time_slices(start, end, count):
+        activity = read_activity(client, after=low, before=high, **filters)
+        if on_edge:
+            activity = _without(activity, on_edge)
+        notifications = activity.notifications
+        edge = pd.Timestamp(low).floor("ms")  # the instant as sent (milliseconds)
+        on_edge = set(notifications["notification_id"][notifications["created_at"] == edge])
+        yield pd.Timestamp(low), pd.Timestamp(high), activity
+
+
+def _without(activity: Activity, notification_ids: set[str]) -> Activity:
+    """``activity`` without these notifications (and their jobs and execution details)."""
+    kept = []
+    for frame in activity:
+        attrs = frame.attrs
+        frame = frame[~frame["notification_id"].isin(notification_ids)].reset_index(drop=True)
+        frame.attrs = attrs
+        kept.append(frame)
+    return Activity(*kept)
 
 
 def read_integrations(

@@ -66,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         f"service: {source['base_url']} ({source['environment']}), "
         f"{to_iso(source['after'])} to {to_iso(source['before'])}"
     )
-    for line in headline_lines(report.headline):
+    findings = report.findings
+    print(f"findings: {len(findings)} incident(s)" if len(findings) else
+          f"findings: none ({findings.attrs.get('reason', 'no incidents found')})")  # fmt: skip
+    for summary in findings["summary"]:
+        print(f"  - {summary}")
+    for line in headline_lines(report.headline, report.previous):
         print(line)
     return 0
 

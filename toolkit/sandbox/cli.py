@@ -186,6 +186,9 @@ def main(argv: list[str]) -> int:
         )
     except KeyboardInterrupt:
         return 130
+    except ValueError as exc:
+        print(f"python -m toolkit sandbox: error: {exc}", file=sys.stderr)
+        return 2
     except RuntimeError as exc:
         print(
             f"python -m toolkit sandbox: error: {exc}; is the port in use? (--port 0 picks a free one)",
