@@ -15,7 +15,7 @@ checked outputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -294,6 +294,9 @@ def incident_window(jobs, incident) -> go.Figure:
         ended_at`` are used (missing ``channel``, ``provider_id`` or ``domain``: any).
     """
     jobs = _delivery_jobs(jobs)
+    needed = ("kind", "started_at", "ended_at")
+    if not isinstance(incident, Mapping | pd.Series) or not all(k in incident for k in needed):
+        raise ParameterError("incident", _kind(incident), "a row of toolkit.find_incidents")
     start, end = pd.Timestamp(incident["started_at"]), pd.Timestamp(incident["ended_at"])
     pad = max((end - start) / 2, pd.Timedelta("30min"))
     step = _nice_step((end - start) + 2 * pad)
