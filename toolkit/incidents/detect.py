@@ -43,7 +43,7 @@ SCANS_OF = {
     "stale_credentials": ("code",),
     "domain_bounces": ("domain",),
     "latency_degradation": ("latency",),
-    "volume_drop": ("volume",),
+    "volume_drop": ("volume", "channel_volume"),
 }
 #: Which kind wins when two rows are one incident (first wins); see the package docstring.
 PRECEDENCE = (
@@ -199,7 +199,7 @@ class _Found:
         if base_jobs is not None:
             self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)}
         self.notes = None
-        if "volume" in names:
+        if {"volume", "channel_volume"} & set(names):
             self.notes = tables.notification_table(activity, jobs, grid)
             if baseline is not None:
                 self.base["notifications"] = tables.notification_table(baseline, base_jobs, grid)
@@ -277,10 +277,18 @@ class _Found:
         }
 
     def affected(self, row: dict) -> np.ndarray:
-        """Positions in the job table of the jobs the incident hit (none for a volume drop)."""
-        if row["scan"] == "volume":
+        """Positions in the job table of the jobs the incident hit: those that met a failure,
+        or, for a latency degradation, every send in the period (none for a volume drop)."""
+        if tables.SPECS[row["scan"]].unit == "notifications":
             return np.zeros(0, dtype=int)
-        own = self.groups[row["scan"]].members[row["group"]]
+        groups = self.groups[row["scan"]]
+        if row["scan"] == "latency":
+            parent = groups.parent[row["group"]]
+            return (
+                np.flatnonzero(groups.trial[row["first"] : row["last"] + 1] == parent)
+                + row["first"]
+            )
+        own = groups.members[row["group"]]
         return own[(own >= row["first"]) & (own <= row["last"])]
 
 
@@ -313,7 +321,7 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate) -> list[di
         key=lambda row: (order[row["kind"]], -len(row["affected"]), row["p_value"]),
     )
     kept, claimed = [], np.zeros(len(found.jobs), dtype=bool)
-    for row in ranked:
+    for row in _one_volume_row(ranked):
         affected = row["affected"]
         if len(affected) and claimed[affected].sum() >= MOST * len(affected):
             continue
@@ -324,18 +332,30 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate) -> list[di
     return kept
 
 
+def _one_volume_row(rows: list[dict]) -> list[dict]:
+    """A channel gone silent is one row: the row of its one provider when exactly one provider's
+    row overlaps it, else the channel's row (the providers' rows are dropped)."""
+    channel_rows = [row for row in rows if row["scan"] == "channel_volume"]
+    dropped = set()
+    for whole in channel_rows:
+        parts = [
+            row for row in rows
+            if row["scan"] == "volume" and row["keys"]["channel"] == whole["keys"]["channel"]
+            and row["start"] <= whole["end"] and row["end"] >= whole["start"]
+        ]  # fmt: skip
+        dropped |= {id(whole)} if len(parts) == 1 else {id(row) for row in parts}
+    return [row for row in rows if id(row) not in dropped]
+
+
 def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     scan, jobs = row["scan"], found.jobs
-    if scan == "volume":
-        sent = found.groups["volume"].members[row["group"]]
+    if scan in ("volume", "channel_volume"):
+        sent = found.groups[scan].members[row["group"]]
         row["workflows"] = found.notes["workflow"].iloc[sent].value_counts().index.tolist()
         return "volume_drop"
     hit = jobs.iloc[row["affected"]]
     if scan == "latency":
-        period = jobs.iloc[row["first"] : row["last"] + 1]
-        mine = period[found.groups["latency"].trial[row["first"] : row["last"] + 1] >= 0]
-        mine = mine[_pair_is(mine, row["keys"])]
-        row["p95"] = float(mine["time_to_send_s"].quantile(0.95))
+        row["p95"] = float(hit["time_to_send_s"].quantile(0.95))
         row["usual_p95"] = float(hit["slow_above"].iloc[0])
         return "latency_degradation"
     if scan == "provider":
@@ -344,28 +364,29 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         return "provider_outage" if down else "provider_outage:partial"
     if scan == "domain":
         period = jobs.iloc[row["first"] : row["last"] + 1]
-        failures = int((_pair_is(period, row["keys"]) & period["met_failure"].to_numpy()).sum())
-        return "domain_bounces" if len(hit) >= MOST * failures else None
+        others = period[_pair_is(period, row["keys"]) & period["domain"].ne(row["keys"]["domain"])]
+        others = others[others["tried"].to_numpy()]
+        concentrated = len(others) and others["met_failure"].mean() <= MOST * row["rate"]
+        return "domain_bounces" if concentrated else None
     return "stale_credentials" if _stale(jobs, row, hit) else "error_spike"
 
 
 def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
-    """A lasting token/credential error: it lasts to the end of the window, and its code or
-    message says so, or the subscribers it hit never succeed again on that provider."""
-    if not row["ongoing"]:
-        return False
-    words = " ".join(
-        map(str, [row["keys"].get("error_code"), *hit["error_text"].dropna().unique()[:5]])
-    )
-    if CREDENTIAL_WORDS.search(words):
-        return True
+    """A lasting token/credential error: the subscribers it hit do not succeed again on that
+    provider (or it lasts to the end of the window), and its code or message says token,
+    credential, registration, 401/403/410... (or its subscribers never succeed again)."""
     later = jobs.iloc[row["first"] :]
     later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
     first_hit = hit.groupby("subscriber_id")["t"].min()
     after = later[later["t"].to_numpy() > later["subscriber_id"].map(first_hit).to_numpy()]
     people = after["subscriber_id"].nunique()
     recovered = after.loc[~after["met_failure"], "subscriber_id"].nunique()
-    return people >= 5 and recovered <= 0.2 * people
+    if people >= 3 and recovered > MOST * people:
+        return False  # they heal
+    persistent = people >= 3 and recovered <= 0.2 * people
+    text = [row["keys"].get("error_code"), *hit["error_text"].dropna().unique()[:5]]
+    says_so = bool(CREDENTIAL_WORDS.search(" ".join(map(str, text))))
+    return (row["ongoing"] or persistent) and (says_so or persistent)
 
 
 def _pair_is(jobs: pd.DataFrame, keys: dict) -> np.ndarray:

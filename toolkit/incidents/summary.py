@@ -83,7 +83,7 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
     else:
         notifications = hit["notification_id"].nunique()
         subscribers = hit["subscriber_id"].nunique()
-        jobs_, failed = row["jobs"], int(hit["met_failure"].sum())
+        jobs_, failed = row["jobs"], row["events"]
         workflows = hit["workflow"].dropna().value_counts().index.tolist()
     record = {
         "kind": kind,
@@ -102,7 +102,7 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
         "notifications": notifications,
         "subscribers": subscribers,
         "workflows": workflows,
-        "example_error": _example(hit, code, details) if failed else None,
+        "example_error": _example(hit, code, details) if code else None,
     }
     record["summary"] = _sentence(record, row)
     return record
@@ -138,7 +138,7 @@ def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
 
 def _name(provider: str | None) -> str:
     if not provider:
-        return "an unknown provider"
+        return "The service"
     return provider[0].upper() + provider[1:] if provider.isalpha() else provider
 
 
