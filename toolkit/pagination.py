@@ -152,7 +152,7 @@ class ActivityPager:
         pending: dict[Future, int] = {}
         arrived: dict[int, tuple[list[Any], Any]] = {}
         end, following, in_flight = self.pages, 1, self.eager  # pages at or past `end`: unneeded
-        previous = [_key(item) for item in first[0]]
+        previous = first[0]
         try:
             yield first[0]
             del first
@@ -193,14 +193,19 @@ class ActivityPager:
 
     @staticmethod
     def _check_repeat(previous: list[Any], items: list[Any], number: int) -> list[Any]:
-        """The keys of page ``number``, after checking it does not repeat the page before."""
-        ids = [_key(item) for item in items]
-        if ids and None not in ids and ids == previous:
+        """Page ``number`` (after checking it does not repeat the page before)."""
+        first = _key(items[0]) if items else None
+        if (
+            first is not None
+            and previous
+            and first == _key(previous[0])
+            and list(map(_key, items)) == list(map(_key, previous))
+        ):
             raise PaginationError(
                 f"the service returned the same items for pages {number - 1} and {number}"
                 " (is the `page` parameter ignored?); stopped"
             )
-        return ids
+        return items
 
     def _bar(self, initial: int):
         if not self.progress:
