@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The commit measured as the baseline (main before issue 11's sandbox work).
 BASELINE = "c96cddc"
-REQUESTS = 1_000
+REQUESTS = 3_000
 WARM_UP = 100
 PATH = "/v1/notifications?limit=10"
 TARGET = 0.5

@@ -210,6 +210,10 @@ def test_job_charts_refuse_other_frames(chart, frame):
 
 
 def test_wrong_types_are_refused():
+    with pytest.raises(ParameterError, match="incident='a frame of notifications'"):
+        charts.incident_window(sample_activity(), sample_activity().notifications)
+    with pytest.raises(ParameterError, match="incident='a NoneType'"):
+        charts.incident_window(sample_activity(), None)
     with pytest.raises(ParameterError, match="activity='a NoneType'"):
         charts.delivery_funnel(None)
     with pytest.raises(ParameterError, match="details='a dict'"):

@@ -10,7 +10,8 @@ import pytest
 from conftest import Waits
 
 import toolkit
-from toolkit.client import Client, _unwrap, connect
+from toolkit._checks import unwrap as _unwrap
+from toolkit.client import Client, connect
 from toolkit.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -384,3 +385,55 @@ def test_a_progress_bar_shows_only_for_reads_of_more_than_one_page(sandbox, caps
     assert "activity" in capsys.readouterr().err
     client.list_activity(limit=120, page_size=20, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_progress_bar_in_a_log_is_not_redrawn_many_times_a_second(sandbox, faults, capsys):
+    faults.set(latency=0.02)
+    client = Client.from_sandbox(sandbox, workers=1)  # progress on; stderr is not a terminal
+    client.list_activity(limit=600, page_size=10)
+    drawn = capsys.readouterr().err
+    assert "activity" in drawn
+    assert drawn.count("\r") <= 3  # first draw, last draw (60 pages took over a second)
+
+
+def test_time_slices_cut_a_window_newest_first_sharing_their_edges():
+    from datetime import datetime, timezone
+
+    from toolkit.pagination import time_slices
+
+    start, end = (
+        datetime(2026, 1, 1, tzinfo=timezone.utc),
+        datetime(2026, 1, 4, tzinfo=timezone.utc),
+    )
+    slices = time_slices(start, end, 3)
+    assert slices[0][1] == end and slices[-1][0] == start
+    assert all(newer[0] == older[1] for newer, older in zip(slices, slices[1:], strict=False))
+    assert [high - low for low, high in slices] == [(end - start) / 3] * 3
+
+
+def test_a_window_is_read_as_slices_that_never_page_deep(sandbox, faults, pinned, monkeypatch):
+    from urllib.parse import parse_qs, urlsplit
+
+    before, rows = pinned
+    after = rows[700]["createdAt"]
+    expected = [r["_id"] for r in rows if after <= r["createdAt"] <= before]
+    monkeypatch.setattr("toolkit.client.SLICE_PAGES", 3)  # at most 30 records a slice
+    client = Client.from_sandbox(sandbox, progress=False, sleep=Waits())
+    pages = []
+    client.transport.session.hooks["response"].append(
+        lambda response, **_: pages.append(int(parse_qs(urlsplit(response.url).query)["page"][0]))
+    )
+    got = client.list_activity(after=after, before=before, page_size=10)
+    assert [r["_id"] for r in got] == expected  # same order, no gap, no repeat at slice edges
+    assert max(pages) <= 2 and len(pages) > len(expected) / 10
+
+
+def test_a_sliced_read_is_exact_under_errors(sandbox, faults, pinned):
+    before, rows = pinned
+    after = rows[1500]["createdAt"]
+    expected = [r["_id"] for r in rows if after <= r["createdAt"] <= before]
+    client = Client.from_sandbox(sandbox, progress=False, sleep=Waits(), max_retries=10)
+    faults.set(error_rate=0.3)
+    got = client.list_activity(after=after, before=before)
+    assert faults.stats["errors"] > 0
+    assert [r["_id"] for r in got] == expected

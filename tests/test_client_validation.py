@@ -5,10 +5,19 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import pytest
 
-from toolkit.client import Client
-from toolkit.errors import ParameterError
+import toolkit
+from toolkit.client import Client, connect
+from toolkit.errors import ConfigurationError, ParameterError
+from toolkit.timeutil import to_iso
+
+#: A filter list far longer than a URL can carry.
+LONG = [f"nobody-{i:05d}" for i in range(20_000)]
 
 
 @pytest.fixture
@@ -116,6 +125,29 @@ CASES = {
         "conditions",
     ),
     "delete empty id": (lambda c: c.delete_integration(""), "integration_id"),
+    # ids that would move the route, header injection, JSON the service cannot take
+    "update id dot": (lambda c: c.update_subscriber(".", first_name="A"), "subscriber_id"),
+    "delete id dot dot": (lambda c: c.delete_integration(".."), "integration_id"),
+    "subscriptions id dot dot": (lambda c: _list(c.list_subscriptions("..")), "subscriber_id"),
+    "idempotency key newline": (
+        lambda c: c.update_subscriber("s", first_name="A", idempotency_key="k\nX-Evil: 1"),
+        "idempotency_key",
+    ),
+    "data with a set": (lambda c: c.update_subscriber("s", data={"tags": {"a"}}), "data['tags']"),
+    "data with infinity": (
+        lambda c: c.update_subscriber("s", data={"score": [1.0, float("inf")]}),
+        "data['score'][1]",
+    ),
+    "data with an object": (lambda c: c.update_subscriber("s", data={"o": object()}), "data['o']"),
+    "data with a number key": (lambda c: c.update_subscriber("s", data={1: "x"}), "data[1]"),
+    "configurations with -infinity": (
+        lambda c: c.create_integration("sendgrid", "email", configurations={"x": -math.inf}),
+        "configurations['x']",
+    ),
+    "two long lists": (
+        lambda c: c.list_activity(subscriber_ids=LONG, emails=[f"{i}@x.example" for i in LONG]),
+        "subscriber_ids",
+    ),
 }
 
 
@@ -205,3 +237,106 @@ def test_a_duration_beyond_the_calendar_is_refused(client, faults):
     with pytest.raises(ParameterError, match="after"):
         client.list_activity(after="999999999d")
     assert faults.stats["requests"] == before
+
+
+def test_data_nested_2000_deep_is_refused_with_its_path(client, faults):
+    deep = leaf = {}
+    for _ in range(2000):
+        leaf["a"] = {}
+        leaf = leaf["a"]
+    before = faults.stats["requests"]
+    with pytest.raises(ParameterError) as caught:
+        client.update_subscriber("s", data=deep)
+    assert caught.value.name.startswith("data['a']['a']") and "64 levels" in str(caught.value)
+    assert faults.stats["requests"] == before
+
+
+def test_numpy_and_pandas_values_in_data_are_sent_as_users_expect(fresh_sandbox):
+    client = Client.from_sandbox(fresh_sandbox, progress=False)
+    subscriber = next(client.search_subscribers(limit=1))["subscriberId"]
+    data = {
+        "count": np.int64(3), "share": np.float64(0.5), "flag": np.bool_(True),
+        "name": np.str_("Ada"), "at": pd.Timestamp("2026-01-02 03:04:05", tz="UTC"),
+        "day": np.datetime64("2026-01-02T00:00:00"), "nan": float("nan"), "na": pd.NA,
+        "nat": pd.NaT, "pair": (1, np.int32(2)),
+    }  # fmt: skip
+    updated = client.update_subscriber(subscriber, data=data)
+    assert updated["data"] == {
+        "count": 3, "share": 0.5, "flag": True, "name": "Ada", "at": "2026-01-02T03:04:05.000Z",
+        "day": "2026-01-02T00:00:00.000Z", "nan": None, "na": None, "nat": None, "pair": [1, 2],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "options, parameter",
+    [
+        ({"timeout": -1}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"max_retries": -1}, "max_retries"),
+        ({"max_wait": -5}, "max_wait"),
+        ({"workers": 0}, "workers"),
+    ],
+)
+def test_bad_client_settings_are_refused(sandbox, options, parameter):
+    with pytest.raises(ParameterError) as caught:
+        Client.from_sandbox(sandbox, **options)
+    assert caught.value.name == parameter
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://127.0.0.1:0", "http://:80"])
+def test_a_port_out_of_range_or_no_host_is_refused(url):
+    with pytest.raises(ParameterError, match="base_url"):
+        connect(url, "k" * 32)
+
+
+def test_an_api_key_with_a_line_break_is_refused_without_echoing_it(sandbox):
+    key = sandbox.api_key + "\nX-Injected: yes"
+    with pytest.raises(ParameterError) as caught:
+        connect(sandbox.url, key)
+    assert caught.value.name == "api_key"
+    assert sandbox.api_key not in str(caught.value) + repr(caught.value.value)
+
+
+@pytest.mark.parametrize(
+    "call, parameter",
+    [
+        (lambda c: toolkit.read_activity(None), "client"),
+        (lambda c: toolkit.read_subscriptions(c, None), "subscriber_ids"),
+        (lambda c: toolkit.read_integrations(c, "x"), "integrations"),
+        (lambda c: toolkit.read_integrations(c, [{"_id": "i"}, "x"]), "integrations"),
+    ],
+)
+def test_readers_refuse_what_is_not_their_input(client, faults, call, parameter):
+    before = faults.stats["requests"]
+    with pytest.raises(ParameterError) as caught:
+        call(client)
+    assert caught.value.name == parameter
+    assert faults.stats["requests"] == before
+
+
+def test_a_long_subscriber_list_is_split_over_requests_and_merged(client, faults):
+    before = to_iso(client.now())
+    everyone = client.list_activity(before=before, limit=400)
+    chosen = sorted({r["subscriber"]["subscriberId"] for r in everyone[::40]})
+    expected = client.list_activity(before=before, subscriber_ids=chosen)
+    requests = faults.stats["requests"]
+    got = client.list_activity(before=before, subscriber_ids=[*LONG[:10_000], *chosen, *LONG])
+    assert sorted(r["_id"] for r in got) == sorted(r["_id"] for r in expected)
+    assert len({r["_id"] for r in got}) == len(got)
+    created = [r["createdAt"] for r in got]
+    assert created == sorted(created, reverse=True)
+    assert faults.stats["requests"] - requests > 10  # several requests, none refused
+
+
+def test_connect_without_the_sandbox_extra_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.delenv("SVC_BASE_URL", raising=False)
+    monkeypatch.delenv("SVC_API_KEY", raising=False)
+    monkeypatch.setattr("toolkit.client._sandbox", None)
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if not installed
+    for name in [m for m in sys.modules if m.startswith("toolkit.sandbox")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(toolkit, "sandbox", raising=False)
+    with pytest.raises(ConfigurationError, match=r"pip install 'toolkit\[sandbox\]'"):
+        connect()

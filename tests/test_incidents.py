@@ -35,6 +35,17 @@ def matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
+def window(activity, after, before):
+    """The part of ``activity`` triggered in ``[after, before]``, as a read of that window."""
+    notifications, jobs, details = activity
+    notifications = notifications[notifications["created_at"].between(after, before)].copy()
+    ids = notifications["notification_id"]
+    jobs = jobs[jobs["notification_id"].isin(ids)]
+    details = details[details["job_id"].isin(jobs["job_id"])]
+    notifications.attrs = {**activity.attrs, "after": after, "before": before}
+    return type(activity)(notifications, jobs, details)
+
+
 @pytest.fixture(scope="module")
 def planted():
     with toolkit.sandbox.start(seed=7, now=NOW, notifications=4000) as sandbox:
@@ -81,12 +92,9 @@ def test_start_and_end_come_from_the_jobs_not_bucket_edges(found):
 
 
 def test_a_window_too_short_for_a_baseline_gives_an_empty_frame_with_a_reason(planted):
-    notifications, jobs, details = planted[0]
-    before = notifications["created_at"].max()
-    notifications = notifications[notifications["created_at"] > before - pd.Timedelta("3h")]
-    notifications.attrs = {"after": before - pd.Timedelta("3min"), "before": before}
-    short = type(planted[0])(notifications, jobs, details)
-    result = find_incidents(short, freq="1min")
+    before = planted[0].notifications["created_at"].max()
+    short = window(planted[0], before - pd.Timedelta("3h"), before)
+    result = find_incidents(short, freq="1h")
     assert result.empty and list(result.columns) == list(COLUMNS)
     assert "too short" in result.attrs["reason"]
 

@@ -251,3 +251,56 @@ def test_explorer_against_the_sandbox(sandbox):
     codes = explorer.data.execution_details["error_code"].dropna()
     assert len(codes) and set(codes) >= {"20503"}
     assert explorer.figures[0].data  # the charts were redrawn on the filtered data
+
+
+def test_explorer_status_takes_its_numbers_from_metrics():
+    explorer = Explorer(ActivityPanel(), lambda value: sample_activity(), charts=[])
+    # delivery jobs j1, j2, j3, j5, j6 (the digest step is none); j2 failed of the four counted
+    # (j6 is in flight): 1 / 4
+    assert explorer.status.value == (
+        "5 notifications, 5 delivery jobs (failure rate 25.0%, 1 in flight), 11 execution details"
+    )
+    assert explorer.findings.empty  # five notifications: nothing to compare a period with
+    ((label, value),) = explorer.incidents.options
+    assert label.startswith("no incidents found (") and value is None
+    with pytest.raises(ParameterError, match="number"):
+        explorer.pick(0)
+
+
+def test_explorer_lists_its_findings_and_picking_one_filters_on_it(sandbox):
+    from toolkit.client import connect
+    from toolkit.read import read_activity
+
+    client = connect(sandbox=sandbox, progress=False)
+    fetched = []
+
+    def fetch(value):
+        fetched.append(value)
+        return read_activity(client, progress=False, **value.to_read_kwargs(client.now()))
+
+    now = sandbox.now()
+    panel = ActivityPanel(value=ActivityFilter(period="custom", after=now - timedelta(days=7),
+                                               before=now))  # fmt: skip
+    explorer = Explorer(panel, fetch, charts=[])
+    findings = explorer.findings
+    assert set(findings["kind"]) == {i["kind"] for i in sandbox.incidents}  # the planted ones
+    labels = [label for label, _ in explorer.incidents.options]
+    assert labels == [f"{len(findings)} incident(s): pick one to show its window",
+                      *findings["summary"]]  # fmt: skip
+    outage = findings.iloc[0]
+    assert outage["provider_id"] == "twilio"
+
+    explorer.incidents.value = 0  # as a click in the dropdown does
+    after, before = outage["started_at"].floor("1min"), outage["ended_at"].ceil("1min")
+    assert panel.value.period == "custom"
+    assert (panel.value.after, panel.value.before) == (after, before)
+    assert panel.value.providers == ("twilio",)
+    assert panel._fields["providers"].value == "twilio"  # the widgets show it
+    assert len(fetched) == 2 and fetched[-1] == panel.value  # the window was read
+    shown = explorer.data
+    assert set(shown.jobs["provider_id"]) == {"twilio"}
+    assert shown.notifications["created_at"].between(after, before).all()
+    failed = shown.jobs[shown.jobs["final_status"].astype(str) == "failed"]
+    assert len(failed) >= 0.9 * outage["failed_jobs"]  # the outage's failures are what is shown
+    assert explorer.incidents.value is None  # the list is now the findings of that window
+    assert explorer.error is None

@@ -191,6 +191,9 @@ def test_read_subscriptions_of_many_subscribers(client, sandbox):
     assert len(expected) > 30
     assert frame["subscription_id"].tolist() == [record["_id"] for record in expected]
     assert frame["subscriber_id"].tolist() == [r["subscriber"]["subscriberId"] for r in expected]
+    assert frame["identifier"].tolist() == [r["identifier"] for r in expected]
+    assert frame["context_keys"].tolist() == [r["contextKeys"] for r in expected]
+    assert frame["identifier"].notna().all()
     key = frame["topic_key"].iloc[0]
     keyed = read_subscriptions(client, ids, key=key, progress=False)
     assert len(keyed) > 0 and (keyed["topic_key"] == key).all()
@@ -225,3 +228,29 @@ def test_read_integrations_of_a_create_and_a_delete(writer, fresh_sandbox):
     assert len(remaining) > 5
     assert created["_id"] not in set(remaining["integration_id"])
     assert not remaining["deleted"].any()
+
+
+def test_activity_slices_add_up_to_the_window_with_each_edge_notification_once(client):
+    from toolkit.read import read_activity_slices
+
+    whole = read_activity(client, after="2d", before=client.now())
+    created = whole.notifications["created_at"]
+    start, middle = created.iloc[-1], created.iloc[len(created) // 2]
+    end = middle + (middle - start)  # the middle slice edge falls on a notification
+    window = read_activity(client, after=start, before=end)
+    slices = list(read_activity_slices(client, after=start, before=end, every=middle - start))
+    assert [(low, high) for low, high, _ in slices] == [(middle, end), (start, middle)]
+    assert (window.notifications["created_at"] == middle).any()
+    for name, frame in zip(window._fields, window, strict=True):
+        parts = pd.concat([getattr(activity, name) for _, _, activity in slices])
+        key = frame.columns[0]
+        assert list(parts[key]) == list(frame[key]), name
+
+
+def test_activity_slices_need_a_start_and_a_positive_step(client):
+    from toolkit.read import read_activity_slices
+
+    with pytest.raises(ParameterError, match="every"):
+        next(read_activity_slices(client, after="1d", every="-1h"))
+    with pytest.raises(ParameterError, match="every"):
+        next(read_activity_slices(client, after="1d", every="often"))

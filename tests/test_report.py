@@ -8,22 +8,36 @@ import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
+from html import escape as _html_escape
 
+import numpy as np
+import pandas as pd
 import plotly.offline
 import pytest
-from test_charts import sample_activity
+from conftest import NOW
+from test_charts import T0, sample_activity
 
-from toolkit import __version__
+from toolkit import __version__, charts, metrics
 from toolkit.client import connect
 from toolkit.errors import ParameterError
 from toolkit.frames import activity_frames
 from toolkit.read import read_activity
 from toolkit.redact import is_secret
-from toolkit.report import CHARTS, build_report, delivery_report, write_report
+from toolkit.report import (
+    CHARTS,
+    COLUMNS,
+    build_report,
+    delivery_report,
+    report_window,
+    write_report,
+)
 from toolkit.report.cli import main
+from toolkit.schemas import CHANNELS
+from toolkit.timeutil import to_iso
 
 GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
-SECTIONS = ("report-header", "headline", "by-channel", "charts", "top-failures", "provenance")
+SECTIONS = ("report-header", "findings", "headline", "by-provider", "charts", "top-failures",
+            "completeness", "glossary", "provenance")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +50,15 @@ def written(client, tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "delivery-report.html"
     report = delivery_report(client, since="7d", out=out, generated_at=GENERATED_AT, progress=False)
     return report, out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def windows(client, written):
+    """The report's window and the previous one, read again here to check its numbers by hand."""
+    after, before = written[0].provenance["after"], written[0].provenance["before"]
+    current = read_activity(client, after=after, before=before, progress=False)
+    previous = read_activity(client, after=after - (before - after), before=after, progress=False)
+    return current, previous
 
 
 def _secret_values(sandbox):
@@ -61,18 +84,46 @@ def _secret_values(sandbox):
     return found
 
 
+def escape(text):
+    """As Jinja2 escapes text."""
+    return _html_escape(text).replace("&#x27;", "&#39;")
+
+
 def _without_plotlyjs(html):
     return html.replace(plotly.offline.get_plotlyjs(), "")
 
 
-def test_sections_charts_and_plotlyjs_once(written):
+def _section(html, name):
+    start = html.index(f'<section id="{name}">')
+    return html[start : html.index("</section>", start)]
+
+
+def _rows(table_html):
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr><td.*?</tr>", table_html)]  # fmt: skip
+
+
+def _by_hand(activity):
+    """Delivery jobs counted by hand from the raw frames: type is a channel; failed, finished
+    (sent or better) and in flight by final status."""
+    jobs = activity.jobs[activity.jobs["type"].astype(str).isin(CHANNELS)]
+    final = jobs["final_status"].astype(str)
+    return jobs.assign(
+        failed=final == "failed",
+        counted=final.isin(["failed", "sent", "delivered", "read", "completed", "warning"]),
+        in_flight=final.isin(["pending", "queued", "running", "delayed"]),
+    )
+
+
+def test_sections_in_order_charts_and_plotlyjs_once(written):
     report, html = written
-    for section in SECTIONS:
-        assert f'id="{section}"' in html
+    assert re.findall(r'<(?:section|header) id="([^"]+)"', html) == list(SECTIONS)
     for element_id in CHARTS:
         assert html.count(f'<figure id="{element_id}">') == 1
         assert html.count(f'<div id="{element_id}-plot" class="plotly-graph-div"') == 1
-    assert html.count("Plotly.newPlot(") == len(CHARTS)
+    findings = len(report.findings)
+    for number in range(1, findings + 1):
+        assert html.count(f'<div id="finding-{number}-plot" class="plotly-graph-div"') == 1
+    assert html.count("Plotly.newPlot(") == len(CHARTS) + findings
     assert html.count(plotly.offline.get_plotlyjs()) == 1
     assert "no data" not in _without_plotlyjs(html)  # a week of data: every chart has some
 
@@ -83,7 +134,9 @@ def test_works_offline(written, sandbox):
     assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=", rest, re.IGNORECASE)
     assert not re.search(r"<link[^>]*\shref=", rest, re.IGNORECASE)
     assert "@import" not in rest and "url(" not in rest
-    assert set(re.findall(r"https?://[^\s\"<]+", rest)) == {sandbox.url}  # provenance text only
+    quoted = " ".join(re.findall(r"<code>(.*?)</code>", _section(rest, "findings")))
+    addresses = set(re.findall(r"https?://[^\s\"<&]+", rest))
+    assert addresses - set(re.findall(r"https?://[^\s\"<&]+", quoted)) == {sandbox.url}  # text only
 
 
 def test_no_secret(written, sandbox):
@@ -96,22 +149,101 @@ def test_no_secret(written, sandbox):
     assert "payload" not in _without_plotlyjs(html)
 
 
-def test_headline_and_provenance(written, sandbox, client):
+def test_findings_are_the_incidents_each_with_its_numbers_and_chart(written, sandbox):
     report, html = written
-    figures = report.headline
+    findings = report.findings
+    planted = {(i["kind"], i["provider_id"]) for i in sandbox.incidents}
+    assert set(zip(findings["kind"], findings["provider_id"], strict=True)) == planted
+    section = _section(html, "findings")
+    articles = re.findall(r'<article class="finding" id="(finding-\d+)">(.*?)</article>', section, re.S)  # fmt: skip
+    assert [element_id for element_id, _ in articles] == [f"finding-{n}" for n in range(1, len(findings) + 1)]  # fmt: skip
+    for (element_id, article), row in zip(articles, findings.to_dict("records"), strict=True):
+        assert f'<p class="summary">{escape(row["summary"])}</p>' in article
+        failed = f"{row['failed_jobs']:,} of {row['jobs']:,} ({100 * row['failure_rate']:.1f}%;"
+        assert f"<dt>failed jobs</dt><dd>{failed}" in article
+        assert f"{row['notifications']:,} notifications, {row['subscribers']:,} subscribers" in article  # fmt: skip
+        assert f'<div id="{element_id}-plot"' in article
+    outage = findings.iloc[0]  # the largest: the SMS provider's outage, found to the minute
+    assert (outage["kind"], outage["provider_id"], outage["error_code"]) == ("provider_outage", "twilio", "20503")  # fmt: skip
+    planted_outage = next(i for i in sandbox.incidents if i["kind"] == "provider_outage")
+    assert abs(outage["notifications"] - planted_outage["notifications"]) <= 0.1 * planted_outage["notifications"]  # fmt: skip
+    assert f"{outage['notifications']} notifications" in outage["summary"]
+    assert 'id="findings-checked">Checked ' in section and "3 incident(s) found" in section
+
+
+def test_headline_changes_against_the_previous_period(written, windows):
+    report, html = written
+    current, previous = windows
+    for figures, activity in ((report.headline, current), (report.previous, previous)):
+        jobs = _by_hand(activity)
+        assert figures["notifications"] == len(activity.notifications) > 1000
+        assert figures["failed"] == jobs["failed"].sum() > 0
+        assert figures["jobs"] == jobs["counted"].sum()
+        assert figures["failure_rate"] == pytest.approx(jobs["failed"].sum() / jobs["counted"].sum())  # fmt: skip
+    now, before = report.headline["failed"], report.previous["failed"]
+    assert now > before  # the planted incidents are in this week
+    change = f"{100 * (now - before) / before:+.1f}%"
+    card = re.search(r'id="headline-failed">(.*?)</div></div>', html).group(1)
+    assert f'<div class="value">{now:,}</div>' in card
+    assert f'<div class="previous">previous: {before:,} ({change})' in card
+    points = 100 * (report.headline["failure_rate"] - report.previous["failure_rate"])
+    assert f"({points:+.1f} pts)" in html
+    assert f"<dt>Previous period</dt><dd>{to_iso(report.provenance['after'] - timedelta(days=7))} to " in html  # fmt: skip
+
+
+def test_per_provider_table_by_hand(written, windows):
+    _, html = written
+    current, _ = windows
+    rows = {(row[0], row[1]): row for row in _rows(_section(html, "by-provider"))}
+    jobs = _by_hand(current)
+    sms = jobs[(jobs["type"].astype(str) == "sms") & (jobs["provider_id"] == "twilio")]
+    counted, failed = int(sms["counted"].sum()), int(sms["failed"].sum())
+    _, _, shown_jobs, shown_failed, in_flight, rate, p50, p95, top = rows[("sms", "twilio")]
+    assert (shown_jobs, shown_failed) == (f"{counted:,}", f"{failed:,}")
+    assert rate.startswith(f"{100 * failed / counted:.1f}% (")
+    # time to deliver: the notification's creation to the job's first Success detail
+    details = current.execution_details
+    success = (
+        details[details["status"].astype(str) == "Success"].groupby("job_id")["created_at"].min()
+    )
+    created = current.notifications.set_index("notification_id")["created_at"]
+    delivered = sms[sms["job_id"].isin(success.index)]
+    seconds = (success[delivered["job_id"]].to_numpy() - created[delivered["notification_id"]].to_numpy()) / np.timedelta64(1, "s")  # fmt: skip
+    assert p50 == charts.format_seconds(float(np.median(seconds)))
+    assert p95 == charts.format_seconds(float(np.percentile(seconds, 95)))
+    errors = sms[sms["failed"]].groupby(["error_code", "error_text"]).size().sort_values()
+    (code, text), count = errors.index[-1], errors.iloc[-1]
+    assert top == f"{code} · {text} ({count:,})" and code == "20503"
+    assert len(rows) == len(jobs.groupby(["type", "provider_id"], observed=True))
+
+
+def test_top_failures_show_the_planted_outage(written):
+    _, html = written
+    rows = _rows(_section(html, "top-failures"))
+    assert 0 < len(rows) <= 10
+    assert rows[0][:3] == ["sms", "twilio", "20503"]  # the SMS provider outage, first
+    assert re.search(r"<code>[^<]+</code>", _section(html, "top-failures"))  # transaction ids
+
+
+def test_completeness_and_glossary(written, windows):
+    report, html = written
+    jobs = _by_hand(windows[0])
+    in_flight = jobs[jobs["in_flight"]]
+    notes = _section(html, "completeness")
+    assert f"<li>{len(in_flight):,} delivery jobs of {in_flight['notification_id'].nunique():,} notifications were still in flight" in notes  # fmt: skip
+    assert "retention" in notes
+    glossary = _section(html, "glossary")
+    for term, definition in metrics.DEFINITIONS.items():
+        assert f"<dt>{term}</dt><dd>{escape(definition)}</dd>" in glossary
+
+
+def test_provenance(written, sandbox):
+    report, html = written
     provenance = report.provenance
     assert provenance["base_url"] == sandbox.url
     assert provenance["environment"] == "Acme/Development"
     assert provenance["before"] - provenance["after"] == timedelta(days=7)
-    activity = read_activity(
-        client, after=provenance["after"], before=provenance["before"], progress=False
-    )
-    assert figures["notifications"] == len(activity.notifications) > 1000
-    status = activity.notifications["status"].astype(str)
-    assert figures["failed_notifications"] == (status == "failed").sum() > 0
-    assert 0 < figures["failure_rate"] < figures["delivery_rate"] < 1
-    assert sum(row["jobs"] for row in figures["by_channel"]) > figures["notifications"]
-    block = html[html.index('id="provenance"') :]
+    block = _section(html, "provenance")
     for text in (
         f"<dd>{sandbox.url}</dd>",
         "<dd>Acme/Development</dd>",
@@ -121,16 +253,57 @@ def test_headline_and_provenance(written, sandbox, client):
         f"<dd>{__version__}</dd>",
     ):
         assert text in block
-    assert f'id="headline-notifications"><div class="value">{figures["notifications"]:,}<' in html
 
 
-def test_top_failures_show_the_planted_outage(written, sandbox):
-    _, html = written
-    table = html[html.index('id="top-failures"') : html.index('id="provenance"')]
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td>", table)
-    assert 0 < len(rows) <= 10
-    assert ("twilio", "20503") in rows  # the SMS provider outage
-    assert re.search(r"<code>[^<]+</code>", table)  # example transaction ids
+def test_the_report_needs_only_its_columns(windows):
+    current, previous = windows
+
+    def trimmed(activity):
+        return type(activity)(*(frame[list(COLUMNS[name])] for name, frame in zip(activity._fields, activity, strict=True)))  # fmt: skip
+
+    kwargs = {"provenance": {"environment": "x"}, "generated_at": GENERATED_AT}
+    full = build_report(current, previous=previous, **kwargs)
+    assert build_report(trimmed(current), previous=trimmed(previous), **kwargs) == full
+    missing = current._replace(jobs=current.jobs.drop(columns="final_status"))
+    with pytest.raises(ParameterError, match=r"activity.jobs=.*final_status"):
+        build_report(missing, **kwargs)
+
+
+def _incident(**fields):
+    row = {"kind": "provider_outage", "channel": "sms", "provider_id": "twilio",
+           "error_code": "503", "domain": None, "started_at": T0 + timedelta(hours=1),
+           "ended_at": T0 + timedelta(minutes=61), "ongoing": False, "jobs": 1, "failed_jobs": 1,
+           "failure_rate": 1.0, "baseline_rate": 0.0, "p_value": 0.001, "notifications": 1,
+           "subscribers": 1, "workflows": ["order"],
+           "example_error": '{"code": "503", "apiKey": "sk_live_7f3a9c2e1dQ"}',
+           "summary": "Twilio failed 1 of 1 SMS from 11:00 to 11:01 on Nov 1 UTC."}  # fmt: skip
+    return pd.DataFrame([{**row, **fields}])
+
+
+def test_findings_from_a_given_frame_are_rendered_and_masked():
+    html = build_report(sample_activity(), provenance={}, generated_at=GENERATED_AT,
+                        incidents=_incident(ongoing=True))  # fmt: skip
+    section = _section(html, "findings")
+    assert (
+        '<p class="summary">Twilio failed 1 of 1 SMS from 11:00 to 11:01 on Nov 1 UTC.</p>'
+        in section
+    )
+    assert "<dd>channel sms, provider twilio, error code 503</dd>" in section
+    assert "<dd>2026-11-01T11:00:00.000Z to ongoing at the end of the window</dd>" in section
+    assert "<dd>1 of 1 (100.0%; baseline 0.0%, p = 0.001)</dd>" in section
+    assert "sk_live_7f3a9c2e1dQ" not in html and "&#34;code&#34;: &#34;503&#34;" in section
+    assert '<div id="finding-1-plot"' in section and "No incidents found" not in section
+    with pytest.raises(ParameterError, match="findings"):
+        build_report(sample_activity(), provenance={}, generated_at=GENERATED_AT,
+                     incidents=_incident().drop(columns="summary"))  # fmt: skip
+
+
+def test_the_same_window_gives_the_same_bytes(written, client, tmp_path):
+    report, html = written
+    window = {"since": report.provenance["after"], "until": report.provenance["before"]}
+    again = delivery_report(client, **window, out=tmp_path / "again.html",
+                            generated_at=GENERATED_AT, progress=False)  # fmt: skip
+    assert again.path.read_text(encoding="utf-8") == html
 
 
 def test_deterministic_and_refuses_secret_provenance():
@@ -151,7 +324,27 @@ def test_empty_activity(tmp_path):
     html = path.read_text(encoding="utf-8")
     assert html.count("no data") >= len(CHARTS)
     assert "No failures in this window." in html
-    assert 'id="headline-delivery-rate"><div class="value">n/a<' in html
+    assert 'id="headline-failure-rate"><div class="value">n/a<' in html
+    findings = _section(html, "findings")
+    assert "<strong>No incidents found.</strong>" in findings
+    assert "Checked 0 delivery jobs" in findings and "no delivery jobs" in findings
+    assert "previous period: not read" in html
+
+
+def test_a_quiet_week_has_no_findings_and_says_what_was_checked(tmp_path):
+    from toolkit.sandbox import start
+
+    with start(seed=11, now=NOW, notifications=1500, subscribers=200, incidents="none") as quiet:
+        client = connect(sandbox=quiet, progress=False)
+        report = delivery_report(client, since="7d", out=tmp_path / "quiet.html",
+                                 generated_at=GENERATED_AT, progress=False)  # fmt: skip
+        jobs = _by_hand(read_activity(client, after=report.provenance["after"],
+                                      before=report.provenance["before"], progress=False))  # fmt: skip
+    findings = _section((tmp_path / "quiet.html").read_text(encoding="utf-8"), "findings")
+    assert report.findings.empty
+    assert "<strong>No incidents found.</strong>" in findings
+    assert f"Checked {len(jobs):,} delivery jobs from " in findings
+    assert "provider_outage, error_spike, domain_bounces" in findings
 
 
 def test_cli_writes_and_prints_the_headline(sandbox, monkeypatch, tmp_path, capsys):
@@ -162,6 +355,7 @@ def test_cli_writes_and_prints_the_headline(sandbox, monkeypatch, tmp_path, caps
     printed = capsys.readouterr().out
     assert f"wrote {out.resolve()}" in printed
     assert "notifications: " in printed and "failure rate: " in printed
+    assert "findings: " in printed and "[previous: " in printed
     assert sandbox.api_key not in printed
     assert "<dt>Filters</dt><dd>channels=sms, email</dd>" in out.read_text(encoding="utf-8")
 
@@ -192,3 +386,21 @@ def test_python_m_toolkit_report(sandbox, tmp_path):
     assert done.stdout.startswith(f"wrote {(tmp_path / 'r.html').resolve()}\n")  # the absolute path
     assert (tmp_path / "r.html").stat().st_size > 1_000_000
     assert sandbox.api_key not in done.stdout + done.stderr
+
+
+def test_a_report_from_a_store_equals_the_report_from_the_service(client, tmp_path):
+    from toolkit.store import open_store, sync
+
+    sync(client, tmp_path / "store", since="15d", lag="0s")  # this week and the one before
+    store = open_store(tmp_path / "store")
+    before = client.now().replace(microsecond=0) - timedelta(hours=1)
+    window = {"since": before - timedelta(days=7), "until": before, "generated_at": GENERATED_AT}
+    from_service = delivery_report(client, out=tmp_path / "service.html", progress=False, **window)
+    source = {"base_url": client.base_url, "environment": client.environment}
+    from_store = report_window(
+        lambda after, before: store.read(after, before, columns=COLUMNS),  # only what it needs
+        now=client.now(), out=tmp_path / "store.html", source=source, **window,
+    )  # fmt: skip
+    assert from_store.previous is not None and len(from_store.findings) == 3
+    html = from_store.path.read_text(encoding="utf-8")
+    assert html == from_service.path.read_text(encoding="utf-8")

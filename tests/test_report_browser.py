@@ -57,10 +57,10 @@ def _only_the_file(route, path: Path, requests: list[str]) -> None:
         route.abort()
 
 
-def _assert_rendered(browser, path: Path) -> None:
+def _assert_rendered(browser, path: Path, findings: int = 0) -> None:
     page, errors, requests = _open(browser, path)
     try:
-        for element_id in CHARTS:
+        for element_id in (*CHARTS, *(f"finding-{n}" for n in range(1, findings + 1))):
             assert page.locator(f"#{element_id}-plot .main-svg").count() >= 1, element_id
         assert errors == []
         assert requests == []
@@ -71,8 +71,9 @@ def _assert_rendered(browser, path: Path) -> None:
 def test_every_chart_renders_offline(browser, sandbox, tmp_path):
     client = connect(sandbox=sandbox, progress=False)
     out = tmp_path / "delivery-report.html"
-    delivery_report(client, since="7d", out=out, generated_at=GENERATED_AT, progress=False)
-    _assert_rendered(browser, out)
+    report = delivery_report(client, since="7d", out=out, generated_at=GENERATED_AT, progress=False)
+    assert len(report.findings) == 3  # the planted incidents, each with its small chart
+    _assert_rendered(browser, out, findings=len(report.findings))
 
 
 def test_empty_report_renders(browser, tmp_path):

@@ -317,7 +317,7 @@ def test_subscriptions_items_and_key_filter(sandbox):
     page = ok(call(sandbox, "GET", path, params={"limit": 100}))
     assert page["totalCount"] == count and page["next"] is None and page["previous"] is None
     item = page["data"][0]
-    assert set(item) == {"_id", "createdAt", "topic", "subscriber"}
+    assert set(item) == {"_id", "identifier", "contextKeys", "createdAt", "topic", "subscriber"}
     assert item["subscriber"]["subscriberId"] == subscriber_id
     key = item["topic"]["key"]
     only = ok(call(sandbox, "GET", path, params={"key": key}))

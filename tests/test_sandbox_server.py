@@ -3,13 +3,14 @@ live traffic and the CLI, all over real HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -177,34 +178,52 @@ def test_post_faults_rejects_a_body_that_is_not_json(small, faults):
 # --- faults ---------------------------------------------------------------------------------
 
 
-def test_latency_delays_each_request_and_concurrent_requests_overlap(small, faults):
-    started = time.perf_counter()
-    feed(small)
-    baseline = time.perf_counter() - started
+@pytest.fixture
+def waits(faults):
+    """The waits of the fault layer, recorded instead of waited (``faults.sleep`` injected)."""
+    recorded = []
+
+    async def sleep(seconds):
+        recorded.append(seconds)
+
+    faults.sleep = sleep
+    yield recorded
+    faults.sleep = asyncio.sleep
+
+
+def test_latency_delays_each_request(small, faults, waits):
     faults.set(latency=0.3)
-    started = time.perf_counter()
     assert feed(small).status_code == 200
-    assert 0.3 <= time.perf_counter() - started < 0.3 + baseline + 0.5
-
-    threads = [threading.Thread(target=feed, args=(small,)) for _ in range(4)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert time.perf_counter() - started < 2 * 0.3 + 4 * baseline + 0.3
-    assert faults.stats["delayed"] == 5
+    assert waits == [0.3] and faults.stats["delayed"] == 1
 
 
-def test_jitter_spreads_latency_within_bounds(small, faults):
+def test_concurrent_delayed_requests_wait_together_without_blocking_the_server(small, faults):
+    arrived, everyone = [], None
+
+    async def barrier(seconds):  # returns only once all four requests are waiting at once
+        nonlocal everyone
+        everyone = everyone or asyncio.Event()
+        arrived.append(seconds)
+        if len(arrived) == 4:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 20)
+
+    faults.sleep = barrier
+    faults.set(latency=0.3)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(lambda _: feed(small).status_code, range(4)))
+    finally:
+        faults.sleep = asyncio.sleep
+    assert statuses == [200] * 4 and arrived == [0.3] * 4
+
+
+def test_jitter_spreads_latency_within_bounds(small, faults, waits):
     faults.set(latency=0.1, jitter=0.05)
-    durations = []
-    for _ in range(5):
-        started = time.perf_counter()
+    for _ in range(20):
         feed(small)
-        durations.append(time.perf_counter() - started)
-    assert min(durations) >= 0.05
-    assert max(durations) < 0.15 + 0.5
+    assert len(waits) == 20 and len(set(waits)) > 1
+    assert all(0.05 <= wait <= 0.15 for wait in waits)
 
 
 def test_error_rate_fails_about_that_fraction_with_the_service_error_body(small, faults):

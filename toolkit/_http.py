@@ -6,6 +6,7 @@ threads: concurrent readers share one connection pool and one `Pacer`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import re
@@ -42,6 +43,8 @@ CATEGORIES = {
     "/v1/subscribers": "configuration",
     "/v2/subscribers": "configuration",
 }
+#: Waits at least this long (seconds) are logged as warnings: the user sees the client retrying.
+LONG_WAIT = 5.0
 #: Window of the service's buckets when ``RateLimit-Policy`` does not say (the real service's).
 DEFAULT_WINDOW = 5.0
 
@@ -160,6 +163,8 @@ class Transport:
         would pass it, the last error is raised, saying how long it tried.
     sleep : callable
         How to wait (injectable so that tests need not).
+    clock : callable
+        Monotonic seconds (injectable with ``sleep``), for pacing and the time spent retrying.
     rng : random.Random, optional
         Source of the backoff jitter.
     pool_size : int
@@ -178,6 +183,7 @@ class Transport:
         max_retries: int = 10,
         max_wait: float = 60.0,
         sleep: Callable[[float], Any] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         pool_size: int = 32,
         backoff: float = 0.5,
@@ -186,10 +192,11 @@ class Transport:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self.timeout, self.max_retries, self.max_wait = timeout, max_retries, max_wait
-        self.sleep, self.rng = sleep, rng or random.Random()
+        self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
         self.backoff, self.max_backoff = backoff, max_backoff
-        self.pacer = Pacer(sleep=sleep)
+        self.pacer = Pacer(sleep=sleep, clock=clock)
         self.session = requests.Session()
+        self.session.trust_env = False  # no proxy and netrc look-up on every request
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
@@ -243,10 +250,10 @@ class Transport:
         if method in WRITE_METHODS:
             headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
         category = category_of(path)
-        started, waited = time.monotonic(), 0.0
-        for attempt in range(1, self.max_retries + 2):
+        started, waited = self.clock(), 0.0
+        for attempt in itertools.count(1):
             self.pacer.wait(category)
-            sent = time.monotonic()
+            sent = self.clock()
             try:
                 response = self.session.request(
                     method,
@@ -259,10 +266,12 @@ class Transport:
             except _NETWORK_ERRORS as exc:
                 log.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
                 error: ServiceError = ServiceConnectionError(method, path, None, _describe(exc))
+                if _refused(exc):  # nothing listens there: retrying cannot help
+                    raise error.with_note("[connection refused: not retried]", attempt) from None
                 delay = None
             else:
                 status = response.status_code
-                elapsed = time.monotonic() - sent
+                elapsed = self.clock() - sent
                 log.debug(
                     "%s %s -> %d (attempt %d, %.3f s)", method, path, status, attempt, elapsed
                 )
@@ -275,7 +284,7 @@ class Transport:
                 if not _retryable(status, response.headers):
                     raise error.with_note("", attempt)
                 delay = _server_delay(status, response.headers)
-            total = time.monotonic() - started
+            total = self.clock() - started
             if attempt > self.max_retries:
                 raise error.with_note(
                     f"[gave up after {attempt} attempts in {total:.1f} s]", attempt
@@ -292,12 +301,18 @@ class Transport:
                     f"more would pass max_wait={self.max_wait:g} s]",
                     attempt,
                 )
-            log.info(
-                "%s %s: retrying in %.2f s (attempt %d: %s)", method, path, delay, attempt, error
+            log.log(
+                logging.WARNING if delay >= LONG_WAIT else logging.INFO,
+                "%s %s: retrying in %.2f s (attempt %d of %d: %s)",
+                method,
+                path,
+                delay,
+                attempt,
+                self.max_retries + 1,
+                error,
             )
             self.sleep(delay)
             waited += delay
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _decode(self, method: str, path: str, response: requests.Response) -> Any:
         if not response.content:
@@ -332,6 +347,22 @@ def _server_delay(status: int, headers: Mapping[str, str]) -> float | None:
     if delay is None and status == 429:
         delay = parse_retry_after(headers.get("RateLimit-Reset"))
     return delay
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether the connection was refused (a cause anywhere in the chain of ``exc``)."""
+    seen: set[int] = set()
+    pending: list[Any] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        pending += [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        pending += [arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)]
+    return False
 
 
 def _describe(exc: Exception) -> str:

@@ -15,7 +15,7 @@ checked outputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -34,6 +34,7 @@ __all__ = [
     "delivery_funnel",
     "failure_rate_by_provider",
     "failure_reasons",
+    "format_seconds",
     "incident_window",
     "job_duration",
     "status_by_channel",
@@ -77,6 +78,14 @@ _OUTCOME_COLORS = {"finished": STATUS_COLORS["Success"], "failed": STATUS_COLORS
 def status_color(status: str) -> str:
     """The colour of an execution-detail status (`OTHER_COLOR` for an unknown one)."""
     return STATUS_COLORS.get(status, OTHER_COLOR)
+
+
+def format_seconds(value: float) -> str:
+    """``0.25`` -> ``"0.25 s"``, ``95`` -> ``"95 s"``, ``150`` -> ``"2.5 min"``, ``7200`` -> ``"2 h"``."""
+    units = (("h", 3600), ("min", 60))
+    unit, size = next(((u, size) for u, size in units if value >= 2 * size), ("s", 1))
+    scaled = value / size
+    return f"{scaled:.2g} {unit}" if scaled < 10 else f"{scaled:.0f} {unit}"
 
 
 def status_by_channel(details: pd.DataFrame) -> go.Figure:
@@ -285,6 +294,9 @@ def incident_window(jobs, incident) -> go.Figure:
         ended_at`` are used (missing ``channel``, ``provider_id`` or ``domain``: any).
     """
     jobs = _delivery_jobs(jobs)
+    needed = ("kind", "started_at", "ended_at")
+    if not isinstance(incident, Mapping | pd.Series) or not all(k in incident for k in needed):
+        raise ParameterError("incident", _kind(incident), "a row of toolkit.find_incidents")
     start, end = pd.Timestamp(incident["started_at"]), pd.Timestamp(incident["ended_at"])
     pad = max((end - start) / 2, pd.Timedelta("30min"))
     step = _nice_step((end - start) + 2 * pad)
@@ -357,21 +369,14 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
             name=column,
             x=list(table.index),
             y=values,
-            text=[_seconds(value) for value in values],
+            text=[format_seconds(value) for value in values],
             customdata=table["n"].tolist(),
             hovertemplate=f"%{{x}}: {column} %{{text}} (%{{customdata}} jobs)<extra></extra>",
             marker_color=color,
+            textangle=0,
             meta="timing",
         )
     return fig
-
-
-def _seconds(value: float) -> str:
-    """``0.25`` -> ``"0.25 s"``, ``95`` -> ``"95 s"``, ``150`` -> ``"2.5 min"``, ``7200`` -> ``"2 h"``."""
-    units = (("h", 3600), ("min", 60))
-    unit, size = next(((u, size) for u, size in units if value >= 2 * size), ("s", 1))
-    scaled = value / size
-    return f"{scaled:.2g} {unit}" if scaled < 10 else f"{scaled:.0f} {unit}"
 
 
 def _details(frame: Any) -> None:

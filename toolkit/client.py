@@ -12,6 +12,7 @@ a lone ``{"data": X}`` envelope removed; unknown fields and enumeration values a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import random
 import sys
 import threading
@@ -20,20 +21,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
+from toolkit import _checks as arg
 from toolkit._http import Transport
 from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
 from toolkit.errors import ConfigurationError, ParameterError
-from toolkit.pagination import ActivityPager, iter_cursor_pages
+from toolkit.pagination import (
+    ActivityPager,
+    iter_cursor_pages,
+    merge_newest_first,
+    read_sliced,
+    split_query,
+)
 from toolkit.timeutil import parse_time, resolve_window, to_iso, utcnow
 from toolkit.vocab import (
-    CHANNEL_CREDENTIAL_FIELDS,
     CHANNEL_PROVIDERS,
     CHANNELS,
-    MAX_DEVICE_TOKENS,
     NOTIFICATION_CHANNELS,
-    ORDER_DIRECTIONS,
     SEVERITIES,
 )
 
@@ -42,8 +46,19 @@ __all__ = ["Client", "connect"]
 #: Largest page of each list (the activity feed's is the spec's; the cursor lists' the service's).
 MAX_ACTIVITY_PAGE = 50
 MAX_CURSOR_PAGE = 100
+#: A window with a start is read as time slices (`toolkit.pagination.read_sliced`), one per
+#: this many workers at once, none deeper than this many pages (the feed pages by skip: deep
+#: pages cost the service more).
+SLICE_WORKERS = 4
+SLICE_PAGES = 40
 #: Marks a subscriber field that was not given (left alone), as opposed to None (cleared).
 UNSET: Any = ...
+
+#: The arguments' names of the activity feed's list parameters, for messages.
+_ARGUMENT_NAMES = {"subscriberIds": "subscriber_ids"}
+
+#: What the sandbox extra installs.
+_SANDBOX_NEEDS = frozenset({"fastapi", "pydantic", "starlette", "uvicorn"})
 
 _sandbox = None
 _sandbox_lock = threading.Lock()
@@ -119,9 +134,18 @@ def _local_sandbox() -> Any:
     global _sandbox
     with _sandbox_lock:
         if _sandbox is None:
-            from toolkit import sandbox
+            try:
+                from toolkit import sandbox
 
-            _sandbox = sandbox.start()
+                _sandbox = sandbox.start()
+            except ImportError as exc:
+                if exc.name not in _SANDBOX_NEEDS:
+                    raise
+                raise ConfigurationError(
+                    f"no {BASE_URL_VAR}/{API_KEY_VAR} set, and the local sandbox needs its extra "
+                    f"({exc.name} is missing): pip install 'toolkit[sandbox]', or set both "
+                    "variables to use a service"
+                ) from None
             atexit.register(_sandbox.stop)
         return _sandbox
 
@@ -158,8 +182,16 @@ class Client:
         workers: int = 16,
         **transport: Any,
     ):
-        self.workers = _count("workers", workers, 1, 64)
-        self.transport = Transport(base_url, api_key, pool_size=max(32, self.workers), **transport)
+        self.workers = arg.count("workers", workers, 1, 64)
+        arg.header("api_key", api_key, 1024)  # masked in the message: a secret
+        for name in ("timeout", "max_wait"):
+            if name in transport:
+                transport[name] = arg.seconds(name, transport[name], zero=name == "max_wait")
+        if "max_retries" in transport:
+            arg.count("max_retries", transport["max_retries"], 0, 100)
+        self.transport = Transport(
+            arg.base_url(base_url), api_key, pool_size=max(32, self.workers), **transport
+        )
         self.base_url = self.transport.base_url
         self.environment = environment
         self.progress = progress
@@ -229,15 +261,15 @@ class Client:
             "locale": ("locale", locale),
         }
         body = {
-            wire: _text(name, value, nullable=True)
+            wire: arg.text(name, value, nullable=True)
             for wire, (name, value) in fields.items()
             if value is not UNSET
         }
         if data is not UNSET:
             if data is not None and not isinstance(data, Mapping):
                 raise ParameterError("data", data, "a dict (the whole custom data) or None")
-            body["data"] = None if data is None else dict(data)
-        path = f"/v2/subscribers/{_segment('subscriber_id', subscriber_id)}"
+            body["data"] = arg.json_data("data", data)
+        path = f"/v2/subscribers/{arg.segment('subscriber_id', subscriber_id)}"
         return self._write("PATCH", path, body, idempotency_key)
 
     def upsert_credentials(
@@ -257,13 +289,15 @@ class Client:
         provider's tokens (the real service's PATCH appends them; its PUT replaces). Returns the
         Subscriber with its ``channels``.
         """
-        path = f"/v1/subscribers/{_segment('subscriber_id', subscriber_id)}/credentials"
+        path = f"/v1/subscribers/{arg.segment('subscriber_id', subscriber_id)}/credentials"
         body = {
-            "providerId": _choice("provider_id", provider_id, CHANNEL_PROVIDERS),
-            "credentials": _channel_credentials(credentials),
+            "providerId": arg.choice("provider_id", provider_id, CHANNEL_PROVIDERS),
+            "credentials": arg.channel_credentials(credentials),
         }
         if integration_identifier is not None:
-            body["integrationIdentifier"] = _text("integration_identifier", integration_identifier)
+            body["integrationIdentifier"] = arg.text(
+                "integration_identifier", integration_identifier
+            )
         return self._write("PATCH", path, body, idempotency_key)
 
     def search_subscribers(
@@ -284,11 +318,11 @@ class Client:
         phone and name as substrings, ``subscriber_id`` exactly. Pages of ``page_size`` (default
         and maximum 100) are fetched as the iteration goes; ``limit`` caps the items.
         """
-        params = _drop_none(
-            email=_text("email", email, optional=True),
-            name=_text("name", name, optional=True),
-            phone=_text("phone", phone, optional=True),
-            subscriberId=_text("subscriber_id", subscriber_id, optional=True),
+        params = arg.drop_none(
+            email=arg.text("email", email, optional=True),
+            name=arg.text("name", name, optional=True),
+            phone=arg.text("phone", phone, optional=True),
+            subscriberId=arg.text("subscriber_id", subscriber_id, optional=True),
         )
         return self._cursor_list(
             "/v2/subscribers", params, order_by, order_direction, limit, page_size
@@ -307,8 +341,8 @@ class Client:
         """Iterate over a subscriber's topic subscriptions
         (``GET /v2/subscribers/{subscriberId}/subscriptions``); ``key`` filters by topic key.
         """
-        path = f"/v2/subscribers/{_segment('subscriber_id', subscriber_id)}/subscriptions"
-        params = _drop_none(key=_text("key", key, optional=True))
+        path = f"/v2/subscribers/{arg.segment('subscriber_id', subscriber_id)}/subscriptions"
+        params = arg.drop_none(key=arg.text("key", key, optional=True))
         return self._cursor_list(path, params, order_by, order_direction, limit, page_size)
 
     def list_subscriptions_many(
@@ -324,9 +358,11 @@ class Client:
         Returns ``{subscriber_id: [TopicSubscription, ...]}`` in the order given (repeats
         dropped). An unknown subscriber raises `NotFoundError`.
         """
-        ids = list(dict.fromkeys(_strings("subscriber_ids", subscriber_ids)))
-        key = _text("key", key, optional=True)
-        workers = self.workers if workers is None else _count("workers", workers, 1, 64)
+        if subscriber_ids is None:
+            raise ParameterError("subscriber_ids", None, "an external subscriber id or a list")
+        ids = list(dict.fromkeys(arg.strings("subscriber_ids", subscriber_ids)))
+        key = arg.text("key", key, optional=True)
+        workers = self.workers if workers is None else arg.count("workers", workers, 1, 64)
         show = self.progress if progress is None else progress
 
         def one(subscriber_id: str) -> list[dict[str, Any]]:
@@ -364,20 +400,20 @@ class Client:
         `AuthenticationError` (403). Returns the Integration.
         """
         body = {
-            "providerId": _text("provider_id", provider_id),
-            "channel": _choice("channel", channel, CHANNELS),
+            "providerId": arg.text("provider_id", provider_id),
+            "channel": arg.choice("channel", channel, CHANNELS),
         }
         optional = {
-            "name": _text("name", name, optional=True),
-            "identifier": _text("identifier", identifier, optional=True),
-            "_environmentId": _text("environment_id", environment_id, optional=True),
-            "credentials": _mapping("credentials", credentials),
-            "active": _flag("active", active),
-            "check": _flag("check", check),
-            "conditions": _conditions(conditions),
-            "configurations": _mapping("configurations", configurations),
+            "name": arg.text("name", name, optional=True),
+            "identifier": arg.text("identifier", identifier, optional=True),
+            "_environmentId": arg.text("environment_id", environment_id, optional=True),
+            "credentials": arg.mapping("credentials", credentials),
+            "active": arg.flag("active", active),
+            "check": arg.flag("check", check),
+            "conditions": arg.conditions(conditions),
+            "configurations": arg.mapping("configurations", configurations),
         }
-        body.update(_drop_none(**optional))
+        body.update(arg.drop_none(**optional))
         return self._write("POST", "/v1/integrations", body, idempotency_key)
 
     def delete_integration(self, integration_id: str) -> list[dict[str, Any]]:
@@ -385,8 +421,8 @@ class Client:
 
         Returns the environment's remaining integrations, as the service lists them.
         """
-        path = f"/v1/integrations/{_segment('integration_id', integration_id)}"
-        result = _unwrap(self.transport.request("DELETE", path))
+        path = f"/v1/integrations/{arg.segment('integration_id', integration_id)}"
+        result = arg.unwrap(self.transport.request("DELETE", path))
         return result if isinstance(result, list) else []
 
     # -- activity ----------------------------------------------------------------------------
@@ -446,38 +482,72 @@ class Client:
             Progress bar when the read takes more than one page (default the client's).
         """
         start, end = resolve_window(after, before, now=self.now())
-        params = _drop_none(
-            channels=_strings("channels", channels, NOTIFICATION_CHANNELS),
-            templates=_strings("templates", templates),
-            emails=_strings("emails", emails),
-            subscriberIds=_strings("subscriber_ids", subscriber_ids),
-            severity=_strings("severity", severity, SEVERITIES),
-            transactionId=_text("transaction_id", transaction_id, optional=True),
-            topicKey=_text("topic_key", topic_key, optional=True),
-            search=_text("search", search, optional=True),
+        params = arg.drop_none(
+            channels=arg.strings("channels", channels, NOTIFICATION_CHANNELS),
+            templates=arg.strings("templates", templates),
+            emails=arg.strings("emails", emails),
+            subscriberIds=arg.strings("subscriber_ids", subscriber_ids),
+            severity=arg.strings("severity", severity, SEVERITIES),
+            transactionId=arg.text("transaction_id", transaction_id, optional=True),
+            topicKey=arg.text("topic_key", topic_key, optional=True),
+            search=arg.text("search", search, optional=True),
             after=to_iso(start) if start is not None else None,
             before=to_iso(end),
         )
-        pager = ActivityPager(
-            lambda page, size: self.transport.request(
-                "GET", "/v1/notifications", params={**params, "page": page, "limit": size}
-            ),
-            page_size=_count("page_size", page_size, 1, MAX_ACTIVITY_PAGE),
-            limit=_count("limit", limit, 1) if limit is not None else None,
-            workers=self.workers if workers is None else _count("workers", workers, 1, 64),
+        options = dict(
+            page_size=arg.count("page_size", page_size, 1, MAX_ACTIVITY_PAGE),
+            limit=arg.count("limit", limit, 1) if limit is not None else None,
+            workers=self.workers if workers is None else arg.count("workers", workers, 1, 64),
             progress=self.progress if progress is None else progress,
         )
-        return pager.records()
+        queries = split_query(params, names=_ARGUMENT_NAMES)
+        if len(queries) == 1:
+            return self._read(params, start, end, **options)
+        reads = (list(self._read(query, start, end, **options)) for query in queries)
+        return merge_newest_first(reads, options["limit"])
+
+    def _read(
+        self, params: dict[str, Any], start: datetime | None, end: datetime, **options: Any
+    ) -> Iterator[dict[str, Any]]:
+        """One query's records: a window with a start (and no limit) is read as time slices,
+        all sharing ``workers`` requests in flight."""
+        if start is None or options["limit"] is not None:
+            return self._pager(params, **options).records()
+        gate = threading.BoundedSemaphore(options["workers"])
+
+        def read(
+            after: datetime, before: datetime, most: int | None, expected: float
+        ) -> Iterator[dict[str, Any]]:
+            window = {**params, "after": to_iso(after), "before": to_iso(before)}
+            options_ = {**options, "limit": most, "progress": False, "expected": expected}
+            return self._pager(window, gate=gate, **options_).records()
+
+        return read_sliced(
+            read,
+            [(start, end)],
+            concurrent=max(1, options["workers"] // SLICE_WORKERS),
+            most=SLICE_PAGES * options["page_size"],
+            first=options["page_size"],
+            progress=options["progress"],
+        )
+
+    def _pager(
+        self, params: dict[str, Any], gate: threading.Semaphore | None = None, **options: Any
+    ) -> ActivityPager:
+        def fetch(page: int, size: int) -> Any:
+            query = {**params, "page": page, "limit": size}
+            with gate or contextlib.nullcontext():
+                return self.transport.request("GET", "/v1/notifications", params=query)
+
+        return ActivityPager(fetch, **options)
 
     # -- plumbing ----------------------------------------------------------------------------
 
     def _write(
         self, method: str, path: str, body: dict[str, Any], idempotency_key: str | None
     ) -> dict[str, Any]:
-        key = _text("idempotency_key", idempotency_key, optional=True)
-        if key is not None and len(key) > 255:
-            raise ParameterError("idempotency_key", key, "a string of at most 255 characters")
-        return _unwrap(self.transport.request(method, path, json=body, idempotency_key=key))
+        key = arg.header("idempotency_key", idempotency_key, arg.MAX_IDEMPOTENCY_KEY)
+        return arg.unwrap(self.transport.request(method, path, json=body, idempotency_key=key))
 
     def _cursor_list(
         self,
@@ -489,14 +559,14 @@ class Client:
         page_size: int | None,
     ) -> Iterator[dict[str, Any]]:
         size = MAX_CURSOR_PAGE if page_size is None else page_size
-        size = _count("page_size", size, 1, MAX_CURSOR_PAGE)
+        size = arg.count("page_size", size, 1, MAX_CURSOR_PAGE)
         if limit is not None:
-            size = min(size, _count("limit", limit, 1))
+            size = min(size, arg.count("limit", limit, 1))
         params = {
             **params,
-            **_drop_none(
-                orderBy=_text("order_by", order_by, optional=True),
-                orderDirection=_direction(order_direction),
+            **arg.drop_none(
+                orderBy=arg.text("order_by", order_by, optional=True),
+                orderDirection=arg.direction(order_direction),
             ),
             "limit": size,
         }
@@ -506,137 +576,3 @@ class Client:
             return self.transport.request("GET", path, params=query)
 
         return iter_cursor_pages(fetch, limit=limit)
-
-
-# -- argument checks ---------------------------------------------------------------------------
-
-
-def _unwrap(body: Any) -> Any:
-    """``X`` from ``{"data": X}`` when ``data`` is the only key; anything else as it is."""
-    if isinstance(body, Mapping) and len(body) == 1 and "data" in body:
-        return body["data"]
-    return body
-
-
-def _drop_none(**params: Any) -> dict[str, Any]:
-    return {name: value for name, value in params.items() if value is not None}
-
-
-def _text(name: str, value: Any, *, optional: bool = False, nullable: bool = False) -> Any:
-    """A non-empty string (None passes when ``optional`` or ``nullable``)."""
-    if value is None and (optional or nullable):
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ParameterError(name, value, "a non-empty string" + (" or None" if nullable else ""))
-    return value
-
-
-def _segment(name: str, value: Any) -> str:
-    """A required id, quoted for use as one path segment."""
-    return quote(_text(name, value), safe="")
-
-
-def _count(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < low
-        or (high and value > high)
-    ):
-        allowed = f"an integer from {low} to {high}" if high else f"an integer >= {low}"
-        raise ParameterError(name, value, allowed)
-    return value
-
-
-def _flag(name: str, value: Any) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise ParameterError(name, value, "True, False or None")
-    return value
-
-
-def _mapping(name: str, value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ParameterError(name, value, "a dict with string keys")
-    return dict(value)
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value.strip().lower() not in allowed:
-        raise ParameterError(name, value, "one of " + ", ".join(allowed))
-    return value.strip().lower()
-
-
-def _strings(name: str, value: Any, allowed: tuple[str, ...] | None = None) -> list[str] | None:
-    """One string or an iterable of them (list, tuple, set, pandas Series) -> a list."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    what = (
-        f"a string or a list of strings from: {', '.join(allowed)}"
-        if allowed
-        else ("a non-empty string or a list of them")
-    )
-    if isinstance(value, Mapping | bytes) or not isinstance(value, Iterable):
-        raise ParameterError(name, value, what)
-    items = list(value)
-    if allowed:
-        return [_choice(name, item, allowed) for item in items]
-    for item in items:
-        if not isinstance(item, str) or not item.strip():
-            raise ParameterError(name, item, what)
-    return items
-
-
-def _direction(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or value.strip().upper() not in ORDER_DIRECTIONS:
-        raise ParameterError("order_direction", value, "ASC or DESC (any case)")
-    return value.strip().upper()
-
-
-_CREDENTIAL_ALIASES = {
-    "webhook_url": "webhookUrl",
-    "device_tokens": "deviceTokens",
-    "alert_uid": "alertUid",
-    "image_url": "imageUrl",
-    "external_url": "externalUrl",
-}
-
-
-def _channel_credentials(credentials: Any) -> dict[str, Any]:
-    if not isinstance(credentials, Mapping):
-        raise ParameterError("credentials", credentials, "a dict of ChannelCredentials fields")
-    out: dict[str, Any] = {}
-    for field, value in credentials.items():
-        wire = _CREDENTIAL_ALIASES.get(field, field)
-        if wire not in CHANNEL_CREDENTIAL_FIELDS:
-            allowed = "one of " + ", ".join(CHANNEL_CREDENTIAL_FIELDS)
-            raise ParameterError(f"credentials[{field!r}]", value, f"a known field: {allowed}")
-        if wire == "deviceTokens":
-            tokens = value
-            if isinstance(tokens, str) or not isinstance(tokens, list | tuple):
-                raise ParameterError("credentials['deviceTokens']", tokens, "a list of strings")
-            if len(tokens) > MAX_DEVICE_TOKENS or not all(isinstance(t, str) and t for t in tokens):
-                raise ParameterError(
-                    "credentials['deviceTokens']",
-                    tokens,
-                    f"a list of at most {MAX_DEVICE_TOKENS} non-empty strings",
-                )
-            out[wire] = list(tokens)
-        else:
-            out[wire] = _text(f"credentials[{field!r}]", value)
-    return out
-
-
-def _conditions(conditions: Any) -> list[dict[str, Any]] | None:
-    if conditions is None:
-        return None
-    if not isinstance(conditions, list | tuple) or not all(
-        isinstance(c, Mapping) for c in conditions
-    ):
-        raise ParameterError("conditions", conditions, "a list of StepFilter dicts")
-    return [dict(c) for c in conditions]

@@ -12,6 +12,7 @@ Every message is one line: what was asked, what the service said, and what to ch
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -239,8 +240,12 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (moment - datetime.now(moment.tzinfo)).total_seconds())
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 200, 200
+
+
 def _short(value: Any, width: int = 80) -> str:
-    text = repr(value)
+    text = _REPR.repr(value)  # bounded: a value nested 2,000 deep has a short repr too
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -37,17 +37,18 @@ one) and ``error_code`` the provider's code found in that detail's ``raw`` (see 
 
 from __future__ import annotations
 
-import itertools
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
 from itertools import compress, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit import schemas
+from toolkit.error_codes import error_code
 from toolkit.redact import mask_channels, mask_credentials
 from toolkit.schemas import Column
 
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 _CHANNELS = frozenset(schemas.CHANNELS)
+#: Whether pandas keeps ``string`` columns in Arrow (with pyarrow installed, it does).
+_ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
 _UNKNOWN = -2
 _IN_FLIGHT = frozenset(schemas.IN_FLIGHT_STATUSES)
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
@@ -260,33 +263,6 @@ def empty_frame(spec: Sequence[Column]) -> pd.DataFrame:
     return _Table(spec).frame(None)
 
 
-@lru_cache(maxsize=4096)
-def error_code(raw: str | None) -> str | None:
-    """The provider's error code in an execution detail's ``raw`` text, as a string.
-
-    ``raw`` must be a JSON object; the first code-like value found is taken from, in order:
-    ``code``, ``errorCode``, ``error_code``, ``error.code``, ``Error.Code``, ``errors[0].code``,
-    ``response.code``, ``details.error``, ``error``, ``reason``, ``body``, ``status``,
-    ``statusCode``, ``event``. Free-text fields (from ``details.error`` on) count only when
-    they are one word and not a generic one such as ``"error"``. None when there is no code
-    (including a null or non-JSON ``raw``).
-
-    >>> error_code('{"error": {"code": "messaging/internal-error", "message": "..."}}')
-    'messaging/internal-error'
-    """
-    if not isinstance(raw, str) or not raw.lstrip().startswith("{"):
-        return None
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return None
-    for path, one_word in _CODE_PATHS:
-        code = _code_text(_dig(body, path), one_word)
-        if code is not None:
-            return code
-    return None
-
-
 # -- activity rows -----------------------------------------------------------------------------
 # Each row is a dict keyed by column name, appended straight to the column lists (no record is
 # kept: the records' own strings and objects are all that stay).
@@ -431,123 +407,70 @@ def _credentials(setting: Mapping[str, Any]) -> Mapping[str, Any]:
     return credentials if isinstance(credentials, Mapping) else {}
 
 
-# -- error codes -------------------------------------------------------------------------------
-
-#: Where providers put their error code: (path, free-text field), in order of preference.
-_CODE_PATHS = (
-    (("code",), False),
-    (("errorCode",), False),
-    (("error_code",), False),
-    (("error", "code"), False),
-    (("Error", "Code"), False),
-    (("errors", 0, "code"), False),
-    (("response", "code"), False),
-    (("details", "error"), True),
-    (("error",), True),
-    (("reason",), True),
-    (("body",), True),
-    (("status",), True),
-    (("statusCode",), False),
-    (("event",), True),
-)
-
-#: Free-text values that are not codes.
-_GENERIC = frozenset(
-    {"error", "errors", "failed", "failure", "fail", "ok", "success", "true", "false"}
-)
-
-
-def _dig(body: Any, path: tuple[str | int, ...]) -> Any:
-    for key in path:
-        if isinstance(key, int):
-            body = body[key] if isinstance(body, list) and len(body) > key else None
-        else:
-            body = body.get(key) if isinstance(body, dict) else None
-    return body
-
-
-def _code_text(value: Any, one_word: bool) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else str(value)
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    if not value or (one_word and (len(value.split()) > 1 or value.lower() in _GENERIC)):
-        return None
-    return value
-
-
 # -- columns → frames --------------------------------------------------------------------------
 
 
 class _Table:
-    """The columns of one frame, as lists filled row by row, then as arrays of their dtypes.
+    """The columns of one frame, filled row by row, then as arrays of their dtypes.
 
     Rows are dicts keyed by column name, with every column of the spec but the ``given`` ones
     (passed whole to `frame`): a missing or unknown name is an error, never a shifted column.
-    Every `CHUNK` rows the lists are turned into compact arrays (categories into shared
-    strings), so that a long read does not hold a Python object per value; object columns keep
-    the records' own objects.
+    Every `CHUNK` rows are turned into columns: compact arrays (categories as shared strings),
+    so that a long read does not hold a Python object per value; object columns keep the
+    records' own objects.
     """
 
-    #: Rows between two conversions of the lists.
+    #: Rows kept as dicts before they are turned into columns.
     CHUNK = 4096
 
     def __init__(self, spec: Sequence[Column], given: Iterable[str] = ()):
         self.spec = spec
-        given = set(given)
         self.columns = {column.name: column for column in spec}
-        self.lists = {column.name: [] for column in spec if column.name not in given}
-        self.parts: dict[str, list[Any]] = {name: [] for name in self.lists}
-        self._appenders = tuple((name, values.append) for name, values in self.lists.items())
-        self._rows = 0
+        self.names = tuple(column.name for column in spec if column.name not in set(given))
+        self.parts: dict[str, list[Any]] = {name: [] for name in self.names}
+        self.rows: list[Mapping[str, Any]] = []
         self.arrays: dict[str, Any] = {}
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Add one row: a value for each column, by name."""
-        if len(row) != len(self._appenders):
-            unknown = set(row).symmetric_difference(self.lists)
+        if len(row) != len(self.names):
+            unknown = set(row).symmetric_difference(self.names)
             raise KeyError(f"columns not in the row or not in the frame: {sorted(unknown)}")
-        for name, append in self._appenders:
-            append(row[name])
-        self._rows += 1
-        if self._rows % self.CHUNK == 0:
+        self.rows.append(row)
+        if len(self.rows) == self.CHUNK:
             self._compact()
 
     def _compact(self) -> None:
-        for name, values in self.lists.items():
-            column = self.columns[name]
-            if column.dtype == schemas.OBJECT:
-                continue
-            if column.dtype == schemas.CATEGORY:
+        """Turn the rows kept into one part of each column."""
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        values = zip(*map(operator.itemgetter(*self.names), rows), strict=True)
+        for name, column in zip(self.names, values, strict=True):
+            dtype = self.columns[name].dtype
+            if dtype == schemas.OBJECT:
+                self.parts[name].extend(column)
+            elif dtype == schemas.CATEGORY:
                 shared: dict[Any, Any] = {}
-                self.parts[name].append([shared.setdefault(value, value) for value in values])
+                self.parts[name].extend([shared.setdefault(value, value) for value in column])
             else:
-                self.parts[name].append(_array(values, column))
-            values.clear()
+                self.parts[name].append(_array(list(column), self.columns[name]))
 
     def array(self, name: str) -> Any:
-        """The column ``name`` as an array of its dtype (its list is dropped)."""
+        """The column ``name`` as an array of its dtype (its parts are dropped)."""
         if name not in self.arrays:
-            column, values, parts = self.columns[name], self.lists.pop(name), self.parts.pop(name)
-            if column.dtype == schemas.CATEGORY:
-                self.arrays[name] = _array([*itertools.chain(*parts), *values], column)
-            elif parts:
-                parts.append(_array(values, column))
-                self.arrays[name] = _concat(parts)
+            self._compact()
+            column, parts = self.columns[name], self.parts.pop(name)
+            if column.dtype in (schemas.OBJECT, schemas.CATEGORY):
+                self.arrays[name] = _array(parts, column)
             else:
-                self.arrays[name] = _array(values, column)
+                self.arrays[name] = _concat(parts) if parts else _array([], column)
         return self.arrays[name]
 
     def frame(
         self, provenance: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
     ) -> pd.DataFrame:
         """The frame, with the ``given`` columns' arrays and the provenance as ``attrs``."""
-        self._appenders = ()
         self.arrays.update(given or {})
         data = {column.name: self.array(column.name) for column in self.spec}
         self.arrays = {}
@@ -557,7 +480,12 @@ class _Table:
 
 
 def _concat(parts: list[Any]) -> Any:
-    """Arrays of one dtype end to end."""
+    """Arrays of one dtype end to end (Arrow text as the chunks it is, not copied)."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(part, pd.arrays.ArrowStringArray) for part in parts):
+        chunks = [chunk for part in parts for chunk in part.__arrow_array__().chunks]
+        return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()))
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
     return pd.concat([pd.Series(part, copy=False) for part in parts], ignore_index=True).array
@@ -595,6 +523,13 @@ def _array(values: list[Any], column: Column) -> Any:
         return np.fromiter(values, dtype=object, count=len(values))
     if dtype == schemas.FLOAT:
         return np.array(values, dtype="float64")
+    if dtype == schemas.STRING and _ARROW_STRINGS:
+        try:  # straight to Arrow: several times faster than pandas' checks on each value
+            return pd.arrays.ArrowStringArray(
+                pa.chunked_array([pa.array(values, pa.large_string())])
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: pandas converts it
+            pass
     return pd.array(values, dtype=dtype)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "percentiles",
     "time_to_send",
     "top_failures",
+    "totals",
     "wilson_interval",
 ]
 
@@ -59,6 +60,9 @@ DEFINITIONS = {
     "its first Success: the time to deliver without the digest and delay waits before the step.",
     "recipient domain": "For an email job, the lower-cased part after '@' of the subscriber's "
     "email address.",
+    "p50, p95": "Percentiles of a timing over the jobs it is known for: half of them took at "
+    "most the p50 (the median), 95% at most the p95 (linear interpolation between jobs).",
+    "subscribers reached": "Distinct subscribers with at least one finished delivery job.",
 }
 
 #: The columns of each activity frame that the measures read (a store can load only these).
@@ -102,6 +106,7 @@ _JOB_COLUMNS = {
     "domain": "string",
     "time_to_deliver_s": "float64",
     "job_duration_s": "float64",
+    "failed_attempts": "int64",
 }
 
 
@@ -120,42 +125,46 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
         ``job_id, notification_id, subscriber_id, workflow`` (the workflow identifier),
         ``channel, provider_id, triggered_at, started_at, ended_at`` (first and last execution
         detail), ``final_status, outcome`` (`OUTCOMES`), ``error_code, error_text, domain``
-        (email jobs), ``time_to_deliver_s, job_duration_s`` (see `DEFINITIONS`). Step jobs
+        (email jobs), ``time_to_deliver_s, job_duration_s`` (see `DEFINITIONS`),
+        ``failed_attempts`` (its Failed execution details: retries that failed too). Step jobs
         (digest, delay, ...) are left out; an empty activity gives a zero-row frame.
     """
     notifications, jobs, details = _frames(activity)
     jobs = jobs[jobs["type"].astype("string").isin(CHANNELS).fillna(False)]
     parent = notifications.drop_duplicates("notification_id").set_index("notification_id")
     ids = jobs["notification_id"]
+    at = positions(parent.index.to_series(), ids)  # -1: a job whose notification is not there
+
+    def of_parent(column: str) -> Any:
+        return parent[column].array.take(at, allow_fill=True)
+
     channel = jobs["type"].astype("string")
-    email = parent["subscriber_email"].reindex(ids).to_numpy()
-    triggered = parent["created_at"].reindex(ids).to_numpy()
-    first_success = _first_success(details).reindex(jobs["job_id"]).to_numpy()
+    triggered = pd.Series(of_parent("created_at")).astype("datetime64[ns, UTC]")
+    first_success, failed_attempts = _per_job(details, jobs["job_id"])
     final = jobs["final_status"].astype("string")
     frame = pd.DataFrame(
         {
-            "job_id": jobs["job_id"].to_numpy(),
-            "notification_id": ids.to_numpy(),
-            "subscriber_id": parent["subscriber_id"].reindex(ids).to_numpy(),
-            "workflow": parent["workflow_identifier"].reindex(ids).to_numpy(),
-            "channel": channel.to_numpy(),
-            "provider_id": jobs["provider_id"].to_numpy(),
-            "triggered_at": triggered,
-            "started_at": jobs["first_execution_at"].to_numpy(),
-            "ended_at": jobs["last_execution_at"].to_numpy(),
-            "final_status": final.to_numpy(),
-            "outcome": final.map(_OUTCOME_OF).fillna("in_flight").to_numpy(),
-            "error_code": jobs["error_code"].to_numpy(),
-            "error_text": jobs["error_text"].to_numpy(),
-            "domain": email_domain(pd.Series(email, dtype="string")).where(
-                channel.eq("email").fillna(False).to_numpy()
-            ),
-            "job_duration_s": jobs["duration_s"].astype("float64").to_numpy(),
+            "job_id": jobs["job_id"].array,
+            "notification_id": ids.array,
+            "subscriber_id": of_parent("subscriber_id"),
+            "workflow": of_parent("workflow_identifier"),
+            "channel": channel.array,
+            "provider_id": jobs["provider_id"].array,
+            "triggered_at": triggered.array,
+            "started_at": jobs["first_execution_at"].array,
+            "ended_at": jobs["last_execution_at"].array,
+            "final_status": final.array,
+            "outcome": final.map(_OUTCOME_OF).fillna("in_flight").array,
+            "error_code": jobs["error_code"].array,
+            "error_text": jobs["error_text"].array,
+            "domain": _domains(pd.Series(of_parent("subscriber_email"), dtype="string"))
+            .where(channel.eq("email").fillna(False).to_numpy())
+            .array,
+            "job_duration_s": jobs["duration_s"].astype("float64").array,
+            "failed_attempts": failed_attempts,
         }
     )
-    delay = pd.Series(first_success, dtype="datetime64[ns, UTC]") - pd.Series(
-        triggered, dtype="datetime64[ns, UTC]"
-    )
+    delay = pd.Series(first_success, dtype="datetime64[ns, UTC]") - triggered
     frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
 
@@ -314,6 +323,38 @@ def top_failures(
     return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 
+def totals(jobs: pd.DataFrame) -> dict[str, Any]:
+    """The measures over all of ``jobs`` (from `delivery_jobs`), as plain numbers.
+
+    Returns
+    -------
+    dict
+        ``delivery_jobs`` (all), ``jobs`` (finished plus failed), ``failed``, ``in_flight``,
+        ``not_sent``, ``failure_rate``, ``ci_low``, ``ci_high`` (None without jobs),
+        ``time_to_deliver_p50``, ``time_to_deliver_p95`` (None when no job was delivered),
+        ``subscribers_reached``.
+    """
+    _columns(jobs, ["outcome", "subscriber_id", "time_to_deliver_s"], "jobs")
+    scope = jobs.assign(_all=0)
+    rates = failure_rates(scope, "_all").to_dict("records")
+    times = percentiles(scope, "_all").to_dict("records")
+    outcome = jobs["outcome"].astype("string")
+    rate, time = (rates or [{}])[0], (times or [{}])[0]
+    return {
+        "delivery_jobs": len(jobs),
+        "jobs": int(rate.get("jobs", 0)),
+        "failed": int(rate.get("failed", 0)),
+        "in_flight": int(rate.get("in_flight", 0)),
+        "not_sent": int(outcome.eq("not_sent").sum()),
+        **{key: _number(rate.get(key)) for key in ("failure_rate", "ci_low", "ci_high")},
+        "time_to_deliver_p50": _number(time.get("p50")),
+        "time_to_deliver_p95": _number(time.get("p95")),
+        "subscribers_reached": int(
+            jobs.loc[outcome.eq("finished").fillna(False).to_numpy(), "subscriber_id"].nunique()
+        ),
+    }
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -336,10 +377,41 @@ def _frames(activity: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return frames
 
 
-def _first_success(details: pd.DataFrame) -> pd.Series:
-    """The instant of each job's first ``Success`` execution detail, indexed by job id."""
-    success = details[details["status"].astype("string").eq("Success").fillna(False)]
-    return success.groupby(success["job_id"].astype("string"))["created_at"].min()
+def _per_job(details: pd.DataFrame, job_ids: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    """For each of ``job_ids``: the instant of its first ``Success`` execution detail (NaT when
+    none), and how many of its execution details are ``Failed``."""
+    owner = positions(job_ids, details["job_id"])
+    status = details["status"].astype("string")
+    known = owner >= 0
+    failed = status.eq("Failed").fillna(False).to_numpy() & known
+    attempts = np.bincount(owner[failed], minlength=len(job_ids)).astype("int64")
+    success = status.eq("Success").fillna(False).to_numpy() & known
+    at = details["created_at"].astype("datetime64[ns, UTC]").array.asi8[success]
+    first = np.full(len(job_ids), np.iinfo("int64").max)
+    np.minimum.at(first, owner[success], at)
+    instants = pd.to_datetime(
+        np.where(first == np.iinfo("int64").max, pd.NaT.value, first), utc=True
+    )
+    return pd.Series(instants), attempts
+
+
+def positions(keys: pd.Series, values: pd.Series) -> np.ndarray:
+    """The position in ``keys`` of each of ``values`` (its first occurrence; -1 when absent or
+    missing): an index lookup by one joint factorization, fast on Arrow-backed strings."""
+    keys, values = keys.astype("string"), values.astype("string")
+    codes, uniques = pd.factorize(pd.concat([keys, values], ignore_index=True))
+    where = np.full(len(uniques) + 1, -1)  # the last slot answers for missing values (-1)
+    key_codes = codes[: len(keys)]
+    where[key_codes[::-1]] = np.arange(len(keys))[::-1]
+    where[-1] = -1
+    return where[codes[len(keys) :]]
+
+
+def _domains(addresses: pd.Series) -> pd.Series:
+    """`email_domain` of many addresses, computed once per distinct address."""
+    codes, unique = pd.factorize(addresses)
+    domains = email_domain(pd.Series(unique, dtype="string")).array
+    return pd.Series(domains.take(codes, allow_fill=True), dtype="string")
 
 
 def _columns(frame: pd.DataFrame, by: str | Sequence[str], name: str) -> list[str]:
@@ -348,3 +420,7 @@ def _columns(frame: pd.DataFrame, by: str | Sequence[str], name: str) -> list[st
     if not keys or unknown:
         raise ParameterError(name, by, f"column names of the jobs frame: {list(frame.columns)}")
     return keys
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)

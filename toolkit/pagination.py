@@ -1,17 +1,38 @@
-"""The two pagers: cursors (``next``) for the v2 lists, page numbers for the activity feed."""
+"""The pagers: cursors (``next``) for the v2 lists, page numbers for the activity feed, and the
+feed read as time slices that never page deep (`time_slices`, `read_sliced`)."""
 
 from __future__ import annotations
 
+import gc
+import heapq
 import itertools
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
-from toolkit.errors import PaginationError
+from toolkit.errors import PaginationError, ParameterError
+from toolkit.timeutil import parse_time
 
-__all__ = ["ActivityPager", "iter_cursor_pages", "progress_bar"]
+__all__ = [
+    "MAX_QUERY",
+    "ActivityPager",
+    "iter_cursor_pages",
+    "merge_newest_first",
+    "progress_bar",
+    "read_sliced",
+    "split_query",
+    "time_slices",
+]
+
+#: Longest query string sent (servers and proxies drop longer request lines, often from 4-8 KB).
+MAX_QUERY = 4000
 
 
 def _items(body: Any) -> list[Any]:
@@ -81,6 +102,9 @@ class ActivityPager:
         Most pages fetched at once.
     progress : bool
         Show a progress bar (tqdm) once the read takes more than one page.
+    expected : float
+        Items the caller expects: pages in flight start at that many pages (up to ``workers``)
+        instead of ramping up from one.
     """
 
     def __init__(
@@ -91,8 +115,10 @@ class ActivityPager:
         limit: int | None = None,
         workers: int = 16,
         progress: bool = False,
+        expected: float = 0,
     ):
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
+        self.eager = min(workers, max(1, math.ceil(expected / page_size) - 1))
         self.page_size = min(page_size, limit) if limit else page_size
         self.pages = math.ceil(limit / self.page_size) if limit else math.inf
         #: Pages requested so far (past-the-end ones included).
@@ -103,17 +129,15 @@ class ActivityPager:
         return list(self.records())
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive."""
-        seen: set[Any] = set()
-        count = 0
-        for items in self._ordered():
-            for item in items:
-                key = _key(item)
-                if key is not None and key in seen:
-                    continue
-                seen.add(key)
+        """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive.
+
+        The garbage collector is paused meanwhile: decoded pages hold no reference cycles, and
+        its passes over the records read so far made decoding several times slower.
+        """
+        with paused_gc():
+            items = _unique(itertools.chain.from_iterable(self._ordered()))
+            for count, item in enumerate(items, 1):
                 yield item
-                count += 1
                 if self.limit and count >= self.limit:
                     return
 
@@ -127,8 +151,8 @@ class ActivityPager:
         pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
         pending: dict[Future, int] = {}
         arrived: dict[int, tuple[list[Any], Any]] = {}
-        end, following, in_flight = self.pages, 1, 1  # pages at or past `end` are not needed
-        previous = [_key(item) for item in first[0]]
+        end, following, in_flight = self.pages, 1, self.eager  # pages at or past `end`: unneeded
+        previous = first[0]
         try:
             yield first[0]
             del first
@@ -169,19 +193,45 @@ class ActivityPager:
 
     @staticmethod
     def _check_repeat(previous: list[Any], items: list[Any], number: int) -> list[Any]:
-        """The keys of page ``number``, after checking it does not repeat the page before."""
-        ids = [_key(item) for item in items]
-        if ids and None not in ids and ids == previous:
+        """Page ``number`` (after checking it does not repeat the page before)."""
+        first = _key(items[0]) if items else None
+        if (
+            first is not None
+            and previous
+            and first == _key(previous[0])
+            and list(map(_key, items)) == list(map(_key, previous))
+        ):
             raise PaginationError(
                 f"the service returned the same items for pages {number - 1} and {number}"
                 " (is the `page` parameter ignored?); stopped"
             )
-        return ids
+        return items
 
     def _bar(self, initial: int):
         if not self.progress:
             return None
         return progress_bar(total=self.limit, initial=initial, unit=" rows", desc="activity")
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = [0, False]  # reads under way, whether the collector was enabled before the first
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the garbage collector while the block runs (in any thread; nested pauses count)."""
+    with _gc_lock:
+        if _gc_pauses[0] == 0:
+            _gc_pauses[1] = gc.isenabled()
+            gc.disable()
+        _gc_pauses[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses[0] -= 1
+            if _gc_pauses[0] == 0 and _gc_pauses[1]:
+                gc.enable()
 
 
 def progress_bar(**options: Any):
@@ -200,6 +250,145 @@ def _is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def time_slices(after: datetime, before: datetime, count: int) -> list[tuple[datetime, datetime]]:
+    """``[after, before]`` cut into ``count`` equal slices, newest first.
+
+    The feed's bounds are inclusive, so two neighbours share their edge instant: a record
+    created exactly then comes in both reads (`read_sliced` drops the repeat by ``_id``).
+
+    >>> time_slices(datetime(2026, 1, 1), datetime(2026, 1, 3), 2)[0]
+    (datetime.datetime(2026, 1, 2, 0, 0), datetime.datetime(2026, 1, 3, 0, 0))
+    """
+    step = (before - after) / max(1, count)
+    edges = [before - step * n for n in range(count)] + [after]
+    return list(itertools.pairwise(reversed(edges)))[::-1]
+
+
+def read_sliced(
+    read: Callable[[datetime, datetime, int | None, float], Iterable[dict[str, Any]]],
+    slices: Iterable[tuple[datetime, datetime]],
+    *,
+    concurrent: int = 4,
+    most: int = 2000,
+    first: int | None = None,
+    progress: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """The records of consecutive time slices (newest first), in feed order, de-duplicated by
+    ``_id`` (neighbours share their edge instant); up to ``concurrent`` slices are read at once.
+
+    ``read(start, end, most, expected)`` yields the newest ``most`` records of ``[start, end]``
+    (all of them when ``most`` is None); ``expected`` is how many records the slice probably
+    holds (0 when unknown), to start with that many requests in flight. Each given slice first
+    reads its newest ``first`` records (default ``most``); when there were more, what is left,
+    ``[start, oldest record read]``, is cut into new slices read next: as many as the density
+    seen says (up to ``concurrent``, none expected to hold more than a quarter of ``most``). So
+    no request pages past ``most`` records, however dense the window, and a small window costs
+    one request. The first slice not yet read is streamed as its pages arrive; the next ones
+    are read meanwhile.
+    """
+    # Each entry: [start, end, most, expected, future or None], in feed order.
+    order = deque([start, end, first or most, 0, None] for start, end in slices)
+    bar = progress_bar(unit=" rows", desc="activity") if progress else None
+    pool = ThreadPoolExecutor(concurrent, thread_name_prefix="toolkit-slice")
+
+    def rest(start: datetime, end: datetime, count: int, oldest: datetime) -> list[list[Any]]:
+        if not start < oldest < end:  # one instant holds them all: read it whole
+            return [[start, min(oldest, end), None, 0, None]]
+        expected = count * ((oldest - start) / (end - oldest))
+        pieces = min(max(concurrent, 2), max(1, math.ceil(expected / (most / 4))))
+        edges = time_slices(start, oldest, pieces)
+        return [[low, high, most, expected / pieces, None] for low, high in edges]
+
+    def records() -> Iterator[dict[str, Any]]:
+        while order:
+            for entry in itertools.islice(order, 1, concurrent):
+                if entry[4] is None:
+                    entry[4] = pool.submit(lambda *args: list(read(*args)), *entry[:4])
+            start, end, depth, expected, future = order.popleft()
+            count, record = 0, None
+            got = read(start, end, depth, expected) if future is None else future.result()
+            for record in got:
+                count += 1
+                yield record
+            if depth is not None and count >= depth:
+                oldest = parse_time(record["createdAt"], name="createdAt")
+                order.extendleft(reversed(rest(start, end, count, oldest)))
+            if bar is not None:
+                bar.update(count)
+
+    try:
+        with paused_gc():
+            yield from _unique(records())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+
+
+def split_query(
+    params: Mapping[str, Any], names: Mapping[str, str] | None = None, max_length: int = MAX_QUERY
+) -> list[dict[str, Any]]:
+    """``params`` as queries that each fit in ``max_length`` characters once encoded.
+
+    The longest list is split over several queries (the others repeated in each); their results
+    are the union of the original's, to merge with `merge_newest_first`.
+
+    Raises
+    ------
+    ParameterError
+        The other parameters leave too little room (two long lists): ``names`` maps a query
+        parameter to the caller's name for the message.
+    """
+    if _length(params) <= max_length:
+        return [dict(params)]
+    lists = [name for name, value in params.items() if isinstance(value, list)]
+    longest = max(lists, key=lambda name: _length({name: params[name]}))
+    rest = {name: value for name, value in params.items() if name != longest}
+    room = max_length - _length(rest) - 40  # page and limit
+    if room < max_length // 2:  # name the longest of the other parameters: it does not fit
+        other = max(rest, key=lambda name: _length({name: rest[name]}))
+        raise ParameterError(
+            (names or {}).get(other, other),
+            rest[other],
+            f"filters that fit in {max_length:,} characters of URL once "
+            "encoded, with at most one long list (it is split over several requests)"
+        )  # fmt: skip
+    queries, chunk, size = [], [], 0
+    for item in params[longest]:
+        length = _length({longest: item}) + 1
+        if chunk and size + length > room:
+            queries.append({**rest, longest: chunk})
+            chunk, size = [], 0
+        chunk.append(item)
+        size += length
+    return [*queries, {**rest, longest: chunk}]
+
+
+def merge_newest_first(
+    reads: Iterable[Iterable[dict[str, Any]]], limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Records of several newest-first reads as one newest-first read, de-duplicated by ``_id``."""
+    merged = heapq.merge(*reads, key=lambda record: record.get("createdAt") or "", reverse=True)
+    for count, record in enumerate(_unique(merged), 1):
+        yield record
+        if limit and count >= limit:
+            return
+
+
+def _unique(records: Iterable[Any]) -> Iterator[Any]:
+    """``records`` without repeats of an ``_id``."""
+    seen: set[Any] = set()
+    for record in records:
+        key = _key(record)
+        if key is None or key not in seen:
+            seen.add(key)
+            yield record
+
+
+def _length(params: Mapping[str, Any]) -> int:
+    return len(urlencode(params, doseq=True))
 
 
 def _key(item: Any) -> Any:

@@ -10,8 +10,9 @@ the panel's own ``output``, never raised into the widget machinery.
 >>> explorer = Explorer(
 ...     panel, lambda f: read_activity(client, **f.to_read_kwargs(client.now()))
 ... )
->>> explorer            # in a notebook: the panel, a table and charts
+>>> explorer            # in a notebook: the panel, its findings, a table and charts
 >>> panel.set(period="7d", channels=["sms"], failed_only=True)
+>>> explorer.pick(0)    # the first finding: filters set to its window and provider
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from toolkit import charts
+from toolkit import charts, metrics
 from toolkit.errors import ParameterError
 from toolkit.schemas import SEVERITIES, STEP_TYPES
 from toolkit.timeutil import resolve_window, to_iso
@@ -370,7 +371,11 @@ ACTIVITY_CHARTS: tuple[Callable[[Any], Any], ...] = (
 
 
 class Explorer:
-    """A panel, a table and charts, refreshed whenever the panel's filter changes.
+    """A panel, its findings, a table and charts, refreshed whenever the panel's filter changes.
+
+    The findings are `toolkit.find_incidents` of the activity shown, listed in a dropdown:
+    picking one (or calling `pick`) sets the panel's filters to the incident's window (to the
+    minute) and provider.
 
     Parameters
     ----------
@@ -391,6 +396,8 @@ class Explorer:
     ----------
     data : Activity or DataFrame or None
         The data shown (after the client-side filters).
+    findings : DataFrame or None
+        The incidents of ``data`` (None when it is not an Activity).
     figures : list of go.Figure
         The charts shown.
     error : Exception or None
@@ -402,12 +409,20 @@ class Explorer:
                  auto: bool = True):  # fmt: skip
         self.panel, self.fetch, self.rows = panel, fetch, rows
         self.charts = tuple(ACTIVITY_CHARTS if charts is None else charts)
-        self.data, self.figures, self.error = None, [], None
+        self.data, self.findings, self.figures, self.error = None, None, [], None
         self.status = widgets.HTML()
+        #: The findings: pick one to filter on its window and provider.
+        self.incidents = widgets.Dropdown(description="Findings", options=[("", None)],
+                                          style={"description_width": "initial"},
+                                          layout=widgets.Layout(width="100%", display="none"))  # fmt: skip
+        self.incidents.observe(self._on_pick, names="value")
         self.table = widgets.Output()
         self.plots = widgets.Output()
-        self.widget = widgets.VBox([panel.widget, self.status, self.table, self.plots])
+        self.widget = widgets.VBox(
+            [panel.widget, self.status, self.incidents, self.table, self.plots]
+        )
         self._fetched: tuple[Any, Any] | None = None
+        self._listing = False
         panel.on_change(lambda value: self.refresh())
         if auto:
             self.refresh()
@@ -417,6 +432,8 @@ class Explorer:
 
         Errors are kept in ``error`` and shown in the panel's output; the last good data stay.
         """
+        from toolkit.incidents import find_incidents
+
         value = self.panel.value
         key = value.server_side() if hasattr(value, "server_side") else value
         try:
@@ -424,16 +441,56 @@ class Explorer:
                 self._fetched = (key, self.fetch(value))
             data = value.apply(self._fetched[1]) if hasattr(value, "apply") else self._fetched[1]
             figures = [chart(data) for chart in self.charts]
+            findings = find_incidents(data) if _is_activity(data) else None
         except Exception as error:  # shown in the panel, not raised into the widgets
             self.error = error
             self.panel.show_error(error)
             return
-        self.error, self.data, self.figures = None, data, figures
+        self.error, self.data, self.figures, self.findings = None, data, figures, findings
         self.panel.clear_error()
         self.status.value = _describe(data)
+        self._list(findings)
         self.table.outputs = ()
         self.table.append_display_data(_table(data, self.rows))
         show_figures(self.plots, figures)
+
+    def pick(self, number: int) -> None:
+        """Set the panel's filters to finding ``number``'s window (to the minute, custom range)
+        and provider: the Explorer then shows that incident's activity."""
+        if self.findings is None or not 0 <= number < len(self.findings):
+            count = 0 if self.findings is None else len(self.findings)
+            raise ParameterError("number", number, f"a row of the {count} findings shown")
+        row = self.findings.iloc[number]
+        provider = row["provider_id"]
+        self.panel.set(
+            after=row["started_at"].floor("1min").to_pydatetime(),
+            before=row["ended_at"].ceil("1min").to_pydatetime(),
+            providers=() if pd.isna(provider) else (provider,),
+        )
+
+    def _list(self, findings: pd.DataFrame | None) -> None:
+        """Offer ``findings`` in the dropdown, none picked."""
+        if findings is None:
+            options = [("", None)]
+        elif findings.empty:
+            options = [(f"no incidents found ({findings.attrs.get('reason', '')})", None)]
+        else:
+            options = [(f"{len(findings)} incident(s): pick one to show its window", None)]
+            options += [(summary, n) for n, summary in enumerate(findings["summary"])]
+        self._listing = True
+        try:
+            self.incidents.options, self.incidents.value = options, None
+        finally:
+            self._listing = False
+        self.incidents.layout.display = "none" if findings is None else None
+
+    def _on_pick(self, change: Mapping[str, Any]) -> None:
+        if self._listing or change["new"] is None:
+            return
+        try:
+            self.pick(change["new"])
+        except Exception as error:  # shown in the panel, not raised into the widgets
+            self.panel.show_error(error)
 
     def _repr_mimebundle_(self, **kwargs: Any):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -510,19 +567,27 @@ def _workflow_choices(workflows: Mapping[str, str] | pd.DataFrame | None) -> lis
     return sorted(workflows.items())
 
 
+def _is_activity(data: Any) -> bool:
+    return all(isinstance(getattr(data, n, None), pd.DataFrame) for n in metrics.REQUIRED_COLUMNS)
+
+
 def _describe(data: Any) -> str:
-    if hasattr(data, "notifications"):
-        return (
-            f"{len(data.notifications)} notifications, {len(data.jobs)} jobs, "
-            f"{len(data.execution_details)} execution details"
-        )
-    return f"{len(data)} rows"
+    """A line about ``data``: for an Activity, its size and measures (`toolkit.metrics`)."""
+    if not _is_activity(data):
+        return f"{len(data)} rows"
+    totals = metrics.totals(metrics.delivery_jobs(data))
+    rate = totals["failure_rate"]
+    return (
+        f"{len(data.notifications)} notifications, {totals['delivery_jobs']} delivery jobs "
+        f"(failure rate {'n/a' if rate is None else f'{rate:.1%}'}, "
+        f"{totals['in_flight']} in flight), {len(data.execution_details)} execution details"
+    )
 
 
 def _table(data: Any, rows: int) -> pd.DataFrame:
     """The first ``rows`` rows to show: notifications' `TABLE_COLUMNS`, or a frame's scalar
     columns (object columns, which may hold payloads or credentials, are left out)."""
-    if hasattr(data, "notifications"):
+    if _is_activity(data):
         frame = data.notifications
         return frame[[c for c in TABLE_COLUMNS if c in frame.columns]].head(rows)
     return data.select_dtypes(exclude="object").head(rows)

@@ -18,13 +18,15 @@ Arguments are checked by the client before any request is sent (`toolkit.errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
 
 from toolkit._version import __version__
+from toolkit.errors import ParameterError
 from toolkit.frames import (
     Activity,
     activity_frames,
@@ -32,10 +34,17 @@ from toolkit.frames import (
     subscribers_frame,
     subscriptions_frame,
 )
+from toolkit.pagination import time_slices
 from toolkit.redact import is_secret, mask
 from toolkit.timeutil import resolve_window
 
-__all__ = ["read_activity", "read_integrations", "read_subscribers", "read_subscriptions"]
+__all__ = [
+    "read_activity",
+    "read_activity_slices",
+    "read_integrations",
+    "read_subscribers",
+    "read_subscriptions",
+]
 
 
 def read_subscribers(
@@ -88,6 +97,7 @@ def read_subscribers(
         "order_direction": order_direction,
         "limit": limit,
     }
+    _check_client(client, "search_subscribers")
     records = client.search_subscribers(**filters)
     if client.progress if progress is None else progress:
         records = _progress(records, "subscribers")
@@ -128,6 +138,7 @@ def read_subscriptions(
         ``subscriber_first_name``, ``subscriber_last_name`` (string). Older servers send no
         ``identifier`` nor ``contextKeys``: missing values.
     """
+    _check_client(client, "list_subscriptions_many")
     subscriber_ids = _listed(subscriber_ids)
     by_subscriber = client.list_subscriptions_many(
         subscriber_ids, key=key, workers=workers, progress=progress
@@ -208,6 +219,7 @@ def read_activity(
         ``is_test``, ``raw`` (string), ``error_text``, ``error_code``, ``channel`` (the job
         type).
     """
+    _check_client(client, "iter_activity")
     start, end = resolve_window(after, before, now=client.now())
     filters = {
         "channels": _listed(channels),
@@ -226,6 +238,52 @@ def read_activity(
     provenance["after"] = None if start is None else pd.Timestamp(start)
     provenance["before"] = pd.Timestamp(end)
     return activity_frames(records, provenance=provenance)
+
+
+def read_activity_slices(
+    client: Any,
+    *,
+    after: str | datetime,
+    before: str | datetime | None = None,
+    every: str | timedelta = "1d",
+    **filters: Any,
+) -> Iterator[tuple[pd.Timestamp, pd.Timestamp, Activity]]:
+    """The window cut in consecutive time slices of ``every``, newest first, each read with
+    `read_activity` into its own `Activity` (for a sync that saves slice by slice).
+
+    Yields ``(start, end, activity)``; the bounds are inclusive, and a notification created on
+    an edge is yielded once, in the newer slice. ``filters`` are those of `read_activity`.
+    """
+    _check_client(client, "iter_activity")
+    start, end = resolve_window(after, before, now=client.now())
+    try:
+        step = pd.Timedelta(every)
+    except (TypeError, ValueError):
+        step = pd.NaT
+    if start is None or step is pd.NaT or step <= pd.Timedelta(0):
+        name, value = ("after", after) if start is None else ("every", every)
+        raise ParameterError(name, value, "a time window with a start, cut by a positive duration")
+    count = max(1, math.ceil((end - start) / step.to_pytimedelta()))
+    on_edge: set[str] = set()
+    for low, high in time_slices(start, end, count):
+        activity = read_activity(client, after=low, before=high, **filters)
+        if on_edge:
+            activity = _without(activity, on_edge)
+        notifications = activity.notifications
+        edge = pd.Timestamp(low).floor("ms")  # the instant as sent (milliseconds)
+        on_edge = set(notifications["notification_id"][notifications["created_at"] == edge])
+        yield pd.Timestamp(low), pd.Timestamp(high), activity
+
+
+def _without(activity: Activity, notification_ids: set[str]) -> Activity:
+    """``activity`` without these notifications (and their jobs and execution details)."""
+    kept = []
+    for frame in activity:
+        attrs = frame.attrs
+        frame = frame[~frame["notification_id"].isin(notification_ids)].reset_index(drop=True)
+        frame.attrs = attrs
+        kept.append(frame)
+    return Activity(*kept)
 
 
 def read_integrations(
@@ -263,7 +321,16 @@ def read_integrations(
     --------
     >>> remaining = read_integrations(client, client.delete_integration(integration_id))
     """
-    records = [integrations] if isinstance(integrations, Mapping) else list(integrations)
+    _check_client(client, "delete_integration")
+    if isinstance(integrations, Mapping):
+        integrations = [integrations]
+    allowed = "an Integration (dict) or a list of them, as the client returned them"
+    if isinstance(integrations, str | bytes) or not isinstance(integrations, Iterable):
+        raise ParameterError("integrations", integrations, allowed)
+    records = list(integrations)
+    for record in records:
+        if not isinstance(record, Mapping):
+            raise ParameterError("integrations", record, allowed)
     frame = integrations_frame(records, reveal_secrets=reveal_secrets)
     frame.attrs = _provenance(client, "integrations", {})
     return frame
@@ -278,6 +345,11 @@ def _provenance(client: Any, operation: str, filters: Mapping[str, Any]) -> dict
         "fetched_at": pd.Timestamp(client.now()),
         "toolkit_version": __version__,
     }
+
+
+def _check_client(client: Any, method: str) -> None:
+    if not callable(getattr(client, method, None)):
+        raise ParameterError("client", client, "a toolkit Client, such as toolkit.connect()")
 
 
 def _listed(value: Any) -> Any:

@@ -4,7 +4,6 @@ per incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,7 @@ import pandas as pd
 
 from toolkit import metrics
 from toolkit.errors import ParameterError
+from toolkit.incidents import tables
 from toolkit.incidents.scan import Evidence, Pick, Scan, p_value, segment
 from toolkit.incidents.summary import KINDS, empty, rows_frame
 
@@ -20,44 +20,41 @@ FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6
 MAX_BUCKETS = 192
 #: Fewer buckets than this: the window is too short to compare a period with the rest of it.
 MIN_BUCKETS = 6
-#: Quantile of the baseline's time to send above which a job counts as slow.
-SLOW_QUANTILE = 0.95
-#: Error codes and payloads that say a token or credential is no longer valid (any provider).
+#: Error codes and messages that say a token or credential is no longer valid (any provider).
 CREDENTIAL_WORDS = re.compile(
     r"token|regist|credential|unauthori[sz]ed|invalid[_ ]?auth|revoked|expired|forbidden|"
     r"no_service|\bgone\b|\b(401|403|410)\b|not[_ ]?found|deactivated|uninstalled|"
     r"invalid[_ ]?(api[_ ]?)?key|bad[_ ]?device",
     re.IGNORECASE,
 )
-#: Share of a row's affected jobs already in a kept row above which it is the same incident.
-SAME_INCIDENT = 0.5
-
-
-@dataclass(frozen=True)
-class _Spec:
-    """What one scan counts: trials grouped by ``keys``, events split by ``split``."""
-
-    name: str
-    keys: tuple[str, ...]
-    split: tuple[str, ...] = ()
-    low: bool = False
-
-
-_SPECS = {
-    "provider": _Spec("provider", ("channel", "provider_id")),
-    "code": _Spec("code", ("channel", "provider_id"), ("error_code",)),
-    "domain": _Spec("domain", ("channel", "provider_id", "domain")),
-    "latency": _Spec("latency", ("channel", "provider_id")),
-    "volume": _Spec("volume", (), ("channel", "provider_id"), low=True),
-}
-_SCANS_OF = {
+#: Share of a row's affected jobs already in a kept row above which it is the same incident;
+#: also the share of a provider's failures one domain must have to be that domain's bounces,
+#: and the share of an outage's failed jobs that the service retried.
+MOST = 0.5
+#: Greatest chance, under the incident's own rate, that the jobs after its last event show
+#: none; above it the incident may still be going on (``ongoing``).
+STILL_GOING = 0.05
+#: Periods tested per group: the best, then the best apart from those found, ...
+ROUNDS = 4
+#: The scans each kind needs.
+SCANS_OF = {
     "provider_outage": ("provider",),
     "error_spike": ("code", "provider"),
     "stale_credentials": ("code",),
     "domain_bounces": ("domain",),
     "latency_degradation": ("latency",),
-    "volume_drop": ("volume",),
+    "volume_drop": ("volume", "channel_volume"),
 }
+#: Which kind wins when two rows are one incident (first wins); see the package docstring.
+PRECEDENCE = (
+    "domain_bounces",
+    "stale_credentials",
+    "provider_outage",
+    "error_spike",
+    "provider_outage:partial",
+    "latency_degradation",
+    "volume_drop",
+)
 
 
 def find_incidents(
@@ -72,49 +69,77 @@ def find_incidents(
     outage_rate: float = 0.5,
     freq: str | None = None,
 ) -> pd.DataFrame:
-    """The incidents in ``activity``, one row each, sorted by impact (see `toolkit.incidents`)."""
+    """The incidents in ``activity``, one row each, sorted by impact.
+
+    Parameters
+    ----------
+    activity : Activity
+        From ``read_activity`` or a store (`toolkit.metrics.REQUIRED_COLUMNS` at least).
+    baseline : Activity, optional
+        What normal looks like (e.g. the week before); default: the rest of the window.
+    kinds : list of str, optional
+        Report only these `KINDS` (default all).
+    alpha : float
+        Family-wise error rate: the largest corrected p-value reported.
+    min_jobs, min_failed : int
+        A period needs at least ``min_jobs`` jobs and ``min_failed`` of them failed (slow; for
+        a volume drop, that many expected) to be tested at all.
+    min_ratio : float
+        Its rate must be at least ``min_ratio`` times the baseline's (volume: at most 1/that).
+    outage_rate : float
+        A provider failing at least this share of its sends, retried, is down
+        (``provider_outage``); below it, one error code is an ``error_spike``.
+    freq : str, optional
+        Bucket width of the scan (default: about 150-190 buckets over the window).
+
+    Returns
+    -------
+    DataFrame
+        `COLUMNS`; ``attrs["reason"]`` says why it is empty, ``attrs["checked"]`` what was
+        examined (window, bucket width, jobs, periods tested).
+    """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     jobs = metrics.delivery_jobs(activity)
     base_jobs = None if baseline is None else metrics.delivery_jobs(baseline)
     after, before = _window(activity, jobs)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
-    checked = {"kinds": list(wanted), "jobs": int(len(jobs)), "after": after, "before": before}
+    checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
     if jobs.empty or after is None:
         return empty("no delivery jobs in the activity", checked)
     step = _freq(freq, before - after)
-    buckets = int(np.ceil((before - after) / step)) or 1
+    grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
-    if baseline is None and buckets < MIN_BUCKETS:
-        return empty(f"the window ({before - after}) is too short to compare a period with the "
-                     "rest of it: read a longer window or pass baseline=", checked)  # fmt: skip
-    table = _prepare(jobs, after, step, buckets, base_jobs)
-    base = None if base_jobs is None else _prepare(base_jobs, after, step, buckets, None)
-    names = sorted({name for kind in wanted for name in _SCANS_OF[kind]} - {"volume"})
-    rules = {
-        name: Evidence(min_jobs, min_failed, min_ratio, low=_SPECS[name].low) for name in names
+    if baseline is None and grid.count < MIN_BUCKETS:
+        reason = (f"the window ({before - after}) is too short to compare a period with the rest "
+                  "of it: read a longer window or pass baseline=")  # fmt: skip
+        return empty(reason, checked)
+    names = sorted({name for kind in wanted for name in SCANS_OF[kind]})
+    found = _Found(activity, jobs, grid, baseline, base_jobs, names)
+    rule = {
+        name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
+        for name in names
     }
-    scans = {name: _scan(table, base, _SPECS[name], buckets, rules[name]) for name in names}
-    tests = sum(scan.tests for scan, _ in scans.values()) or 1
+    scans = {name: found.scan(name, rule[name]) for name in names}
+    tests = sum(scan.tests for scan in scans.values()) or 1
     checked["tests"] = tests
     candidates = []
-    for name, (scan, groups) in scans.items():
+    for name, scan in scans.items():
         for pick in _significant(scan, alpha / tests):
-            row = _refine(table, _SPECS[name], groups, scan, pick, tests, rules[name], after,
-                          before)  # fmt: skip
+            row = found.refine(name, scan, pick, tests, rule[name])
             if row is not None and row["p_value"] <= alpha:
                 candidates.append(row)
-    rows = _one_per_incident(table, candidates, wanted, outage_rate)
+    rows = _one_per_incident(found, candidates, wanted, outage_rate)
     if not rows:
         return empty("no period of any group departs from its baseline", checked)
-    return rows_frame(rows, table, activity.execution_details, checked)
+    return rows_frame(rows, found.jobs, activity.execution_details, checked)
 
 
-# -- parameters and preparation ------------------------------------------------------------
+# -- parameters and the window ---------------------------------------------------------------
 
 
 def _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate) -> None:
     if kinds is not None and (
-        isinstance(kinds, str) or not set(kinds) <= set(KINDS) or not len(kinds)
+        isinstance(kinds, str) or not len(kinds) or not set(kinds) <= set(KINDS)
     ):
         raise ParameterError("kinds", kinds, f"None (all) or a list of {list(KINDS)}")
     if not _number(alpha) or not 0 < alpha < 1:
@@ -133,16 +158,17 @@ def _number(value: Any) -> bool:
 
 
 def _window(activity: Any, jobs: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-    """The window read: from the read's provenance, else the jobs' extent."""
+    """The window read (the read's provenance, else the jobs' extent), widened to the jobs."""
     attrs = getattr(activity, "attrs", None) or {}
-    at = jobs["started_at"].fillna(jobs["triggered_at"])
-    after, before = attrs.get("after"), attrs.get("before")
-    after = pd.Timestamp(after) if after is not None else at.min()
-    before = pd.Timestamp(before) if before is not None else at.max()
-    if pd.isna(after) or pd.isna(before):
+    at = jobs["started_at"].fillna(jobs["triggered_at"]).dropna()
+    if at.empty:
         return None, None
-    after, before = (t.tz_localize("UTC") if t.tzinfo is None else t for t in (after, before))
-    return after, max(before, at.max() if at.notna().any() else before)
+    bounds = []
+    for name, edge in (("after", at.min()), ("before", at.max())):
+        value = attrs.get(name)
+        value = edge if value is None else pd.Timestamp(value)
+        bounds.append(value.tz_localize("UTC") if value.tzinfo is None else value)
+    return min(bounds[0], at.min()), max(bounds[1], at.max())
 
 
 def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
@@ -151,7 +177,7 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
             step = pd.Timedelta(freq)
         except (TypeError, ValueError):
             step = pd.Timedelta(0)
-        if step <= pd.Timedelta(0):
+        if pd.isna(step) or step <= pd.Timedelta(0):
             raise ParameterError("freq", freq, "None (automatic) or a duration such as '15min'")
         return step
     for name in FREQS:
@@ -160,121 +186,116 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
     return span / MAX_BUCKETS
 
 
-def _prepare(jobs, after, step, buckets, base_jobs) -> pd.DataFrame:
-    """Jobs with their time ``at`` (first execution, else trigger), bucket and flags, by time."""
-    at = jobs["started_at"].fillna(jobs["triggered_at"])
-    outcome = jobs["outcome"].astype("string")
-    send = metrics.time_to_send(jobs)
-    reference = jobs if base_jobs is None else base_jobs
-    slow_above = metrics.time_to_send(reference).groupby(_pair(reference)).quantile(SLOW_QUANTILE)
-    table = jobs.assign(
-        at=at,
-        bucket=((at - after) // step).clip(0, buckets - 1).fillna(0).astype("int64"),
-        decided=outcome.isin(["finished", "failed"]).to_numpy(),
-        failed=outcome.eq("failed").to_numpy(),
-        met_failure=(jobs["error_text"].notna() | jobs["error_code"].notna()).to_numpy(),
-        attempted=outcome.ne("not_sent").to_numpy(),
-        time_to_send_s=send,
-    )
-    limit = _pair(jobs).map(slow_above).astype("float64")
-    table["timed"] = send.notna().to_numpy()
-    table["slow"] = (send > limit).fillna(False).to_numpy()
-    table["slow_above"] = limit.to_numpy()
-    failure_end = table["ended_at"].where(table["failed"])
-    sent_at = table["at"] + pd.to_timedelta(send, unit="s")
-    table["event_end"] = failure_end.fillna(sent_at).fillna(table["at"])
-    return table.sort_values("at", kind="stable").reset_index(drop=True)
+# -- scans and their periods -----------------------------------------------------------------
 
 
-def _pair(jobs: pd.DataFrame) -> pd.Series:
-    return jobs["channel"].astype("string") + "/" + jobs["provider_id"].astype("string")
+class _Found:
+    """The tables and groups of one call, and the candidate rows made from the scans' picks."""
+
+    def __init__(self, activity, jobs, grid, baseline, base_jobs, names):
+        self.grid = grid
+        self.jobs = tables.job_table(jobs, grid, base_jobs)
+        self.base = None
+        if base_jobs is not None:
+            self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)}
+        self.notes = None
+        if {"volume", "channel_volume"} & set(names):
+            self.notes = tables.notification_table(activity, jobs, grid)
+            if baseline is not None:
+                self.base["notifications"] = tables.notification_table(baseline, base_jobs, grid)
+        self.groups: dict[str, tables.Groups] = {}
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self.notes if tables.SPECS[name].unit == "notifications" else self.jobs
+
+    def scan(self, name: str, rule: Evidence) -> Scan:
+        spec = tables.SPECS[name]
+        groups = tables.groups(self.table(name), spec, self.jobs)
+        self.groups[name] = groups
+        events, trials = groups.matrices(self.table(name)["bucket"].to_numpy(), self.grid.count)
+        reference = None
+        if self.base is not None:
+            base = self.base[spec.unit]
+            reference = tables.base_counts(base, spec, groups, self.base["jobs"])
+        return Scan(events, trials, groups.parent, rule, reference)
+
+    def refine(self, name, scan: Scan, pick: Pick, tests: int, rule: Evidence) -> dict | None:
+        """The pick's period on the rows' timestamps, its counts, p-value and extent."""
+        spec, groups, table = tables.SPECS[name], self.groups[name], self.table(name)
+        bucket, trial = table["bucket"].to_numpy(), groups.trial
+        parent = groups.parent[pick.group]
+        rows = np.flatnonzero(
+            (trial == parent) & (bucket >= pick.first - 1) & (bucket <= pick.stop)
+        )
+        hits = groups.hits(pick.group, rows)
+        rate, base_rate = pick.events / pick.trials, pick.base_rate
+        if spec.low:
+            hits, rate, base_rate = ~hits, 1 - rate, 1 - base_rate
+        span = segment(hits, rate, base_rate)
+        inside, in_hits = rows[span], hits[span]
+        if not in_hits.any():
+            return None
+        trials = len(inside)
+        events = trials - int(in_hits.sum()) if spec.low else int(in_hits.sum())
+        if scan.base is None:
+            out_events = scan.events[pick.group].sum() - events
+            out_trials = scan.trials[parent].sum() - trials
+        else:
+            out_events, out_trials = scan.base[0][pick.group], scan.base[1][pick.group]
+        base_rate = (out_events + 0.5) / (out_trials + 1.0)
+        rate = events / trials
+        if spec.low:
+            evident = trials * base_rate >= rule.min_events and rate * rule.min_ratio <= base_rate
+        else:
+            evident = events >= rule.min_events and rate >= rule.min_ratio * base_rate
+        if not evident or trials < rule.min_trials:
+            return None
+        first, last = inside[in_hits][[0, -1]]
+        later = np.flatnonzero(trial[last + 1 :] == parent) + last + 1
+        if spec.low:
+            ongoing = not groups.hits(pick.group, later).any()
+        else:
+            ongoing = (1 - rate) ** len(later) > STILL_GOING
+        end = table["event_end"] if "event_end" in table else table["at"]
+        return {
+            "scan": name,
+            "start": table["at"].iloc[first],
+            "end": max(end.iloc[last], table["at"].iloc[first]),
+            "group": pick.group,
+            "keys": groups.keys[pick.group],
+            "first": int(first),
+            "last": int(last),
+            "jobs": trials,
+            "events": events,
+            "rate": rate,
+            "base_rate": base_rate,
+            "p_value": min(
+                1.0, p_value(events, trials, out_events, out_trials, low=spec.low) * tests
+            ),
+            "ongoing": bool(ongoing),
+            "expected": trials * base_rate,
+        }
+
+    def affected(self, row: dict) -> np.ndarray:
+        """Positions in the job table of the jobs the incident hit: those that met a failure,
+        or, for a latency degradation, every send in the period (none for a volume drop)."""
+        if tables.SPECS[row["scan"]].unit == "notifications":
+            return np.zeros(0, dtype=int)
+        groups = self.groups[row["scan"]]
+        if row["scan"] == "latency":
+            parent = groups.parent[row["group"]]
+            return (
+                np.flatnonzero(groups.trial[row["first"] : row["last"] + 1] == parent)
+                + row["first"]
+            )
+        own = groups.members[row["group"]]
+        return own[(own >= row["first"]) & (own <= row["last"])]
 
 
-# -- the scans -------------------------------------------------------------------------------
-
-
-def _population(table: pd.DataFrame, name: str) -> tuple[pd.Series, pd.Series]:
-    """Which jobs are trials of the scan, and which of them are events."""
-    if name == "provider":
-        return table["decided"], table["failed"]
-    if name == "code":
-        return table["decided"], table["failed"] & table["error_code"].notna()
-    if name == "domain":
-        return table["decided"] & table["domain"].notna(), table["failed"]
-    if name == "latency":
-        return table["timed"], table["slow"]
-    return table["attempted"], table["attempted"]
-
-
-def _codes(frame: pd.DataFrame, keys: tuple[str, ...], mask: pd.Series) -> tuple[np.ndarray, list]:
-    """A group number per row (-1 outside ``mask``) and the groups' key tuples (None: missing)."""
-    mask = mask.to_numpy(dtype=bool)
-    if not keys:
-        return np.where(mask, 0, -1), [()]
-    part = frame.loc[mask, list(keys)].astype("object")
-    part = part.where(part.notna(), None)
-    codes, uniques = pd.factorize(pd.Series(list(zip(*(part[k] for k in keys), strict=True))))
-    full = np.full(len(frame), -1)
-    full[mask] = codes
-    return full, list(uniques)
-
-
-@dataclass
-class _Groups:
-    """One scan's groups: trial and event group numbers per job, key values per event group."""
-
-    trial: np.ndarray
-    event: np.ndarray
-    keys: list[dict[str, Any]]
-    parent: np.ndarray
-
-
-def _groups(table: pd.DataFrame, spec: _Spec) -> _Groups:
-    trials, events = _population(table, spec.name)
-    trial, trial_keys = _codes(table, spec.keys, trials)
-    event, keys = _codes(table, spec.keys + spec.split, events & trials)
-    parent_of = {key: n for n, key in enumerate(trial_keys)}
-    parent = np.array([parent_of[key[: len(spec.keys)]] for key in keys], dtype=int)
-    names = spec.keys + spec.split
-    return _Groups(trial, event, [dict(zip(names, key, strict=True)) for key in keys], parent)
-
-
-def _matrix(codes: np.ndarray, buckets: np.ndarray, rows: int, width: int) -> np.ndarray:
-    inside = codes >= 0
-    flat = np.bincount(codes[inside] * width + buckets[inside], minlength=rows * width)
-    return flat.reshape(rows, width)
-
-
-def _scan(table, base, spec: _Spec, buckets: int, rule: Evidence) -> tuple[Scan, _Groups]:
-    groups = _groups(table, spec)
-    bucket = table["bucket"].to_numpy()
-    n_events, n_trials = len(groups.keys), int(groups.trial.max(initial=-1)) + 1
-    events = _matrix(groups.event, bucket, n_events, buckets)
-    trials = _matrix(groups.trial, bucket, max(n_trials, 1), buckets)
-    reference = None
-    if base is not None:
-        reference = _base_counts(base, spec, groups)
-    return Scan(events, trials, groups.parent, rule, reference), groups
-
-
-def _base_counts(base: pd.DataFrame, spec: _Spec, groups: _Groups):
-    """Events and trials of each group in the separate baseline (0 for a group it lacks)."""
-    trials, events = _population(base, spec.name)
-    trial, trial_keys = _codes(base, spec.keys, trials)
-    event, event_keys = _codes(base, spec.keys + spec.split, events & trials)
-    n_of = dict(zip(trial_keys, np.bincount(trial[trial >= 0], minlength=len(trial_keys)), strict=True))
-    k_of = dict(zip(event_keys, np.bincount(event[event >= 0], minlength=len(event_keys)), strict=True))
-    names = spec.keys + spec.split
-    keys = [tuple(key[name] for name in names) for key in groups.keys]
-    k = np.array([k_of.get(key, 0) for key in keys], dtype="float64")
-    n = np.array([n_of.get(key[: len(spec.keys)], 0) for key in keys], dtype="float64")
-    return k, n
-
-
-def _significant(scan: Scan, threshold: float, rounds: int = 4) -> list[Pick]:
-    """Each group's significant periods, best first, in up to ``rounds`` disjoint rounds."""
+def _significant(scan: Scan, threshold: float) -> list[Pick]:
+    """Each group's significant periods, in up to `ROUNDS` disjoint rounds."""
     found, picks = [], scan.first_round()
-    for _ in range(rounds):
+    for _ in range(ROUNDS):
         picks = [pick for pick in picks if pick.p_value <= threshold]
         if not picks:
             break
@@ -285,163 +306,91 @@ def _significant(scan: Scan, threshold: float, rounds: int = 4) -> list[Pick]:
     return found
 
 
-def _refine(table, spec, groups, scan, pick, tests, rule, after, before) -> dict | None:
-    """The pick's period on the jobs' timestamps, its counts and p-value, its affected jobs."""
-    bucket = table["bucket"].to_numpy()
-    parent = groups.parent[pick.group]
-    near = (groups.trial == parent) & (bucket >= pick.first - 1) & (bucket <= pick.stop)
-    index = np.flatnonzero(near)
-    hits = groups.event[index] == pick.group
-    rate, base_rate = pick.events / pick.trials, pick.base_rate
-    if spec.low:
-        hits, rate, base_rate = ~hits, 1 - rate, 1 - base_rate
-    span = segment(table["at"].to_numpy()[index], hits, rate, base_rate)
-    inside = index[span]
-    if not len(inside):
-        return None
-    in_hits = hits[span]
-    trials = len(inside)
-    events = int((~in_hits).sum()) if spec.low else int(in_hits.sum())
-    if scan.base is None:
-        total_events = scan.events[pick.group].sum()
-        total_trials = scan.trials[parent].sum()
-        out_events, out_trials = total_events - events, total_trials - trials
-    else:
-        out_events, out_trials = scan.base[0][pick.group], scan.base[1][pick.group]
-    p0 = (out_events + 0.5) / (out_trials + 1.0)
-    rate = events / trials
-    if spec.low:
-        evident = trials * p0 >= rule.min_events and rate * rule.min_ratio <= p0
-    else:
-        evident = events >= rule.min_events and rate >= rule.min_ratio * p0
-    if not evident or trials < rule.min_trials:
-        return None
-    p = min(1.0, p_value(events, trials, out_events, out_trials, low=spec.low) * tests)
-    first, last = inside[in_hits][[0, -1]]
-    after_last = np.flatnonzero((groups.trial == parent) & (np.arange(len(table)) > last))
-    if spec.low:
-        ongoing = not (groups.event[after_last] == pick.group).any()
-    else:
-        ongoing = (1 - rate) ** len(after_last) > 0.05
-    keys = groups.keys[pick.group]
-    return {
-        "scan": spec.name,
-        "keys": keys,
-        "first": int(first),
-        "last": int(last),
-        "jobs": trials,
-        "events": events,
-        "rate": rate,
-        "base_rate": p0,
-        "p_value": p,
-        "ongoing": bool(ongoing),
-        "expected": trials * p0 if spec.low else np.nan,
-    }
-
-
 # -- one row per incident --------------------------------------------------------------------
 
 
-def _one_per_incident(table, candidates, wanted, outage_rate) -> list[dict]:
-    """Kinds and precedence: each candidate becomes a kind, and a candidate whose affected jobs
-    are mostly another kept row's is the same incident (see the package docstring)."""
+def _one_per_incident(found: _Found, candidates, wanted, outage_rate) -> list[dict]:
+    """Each candidate's kind; a candidate whose affected jobs are mostly a kept row's is the
+    same incident, and the kind first in `PRECEDENCE` wins."""
     for row in candidates:
-        row["affected"] = _affected(table, row)
-        row["kind"] = _kind(table, row, outage_rate)
-    order = {kind: n for n, kind in enumerate(_PRECEDENCE)}
+        row["affected"] = found.affected(row)
+        row["kind"] = _kind(found, row, outage_rate)
+    order = {kind: n for n, kind in enumerate(PRECEDENCE)}
     ranked = sorted(
         (row for row in candidates if row["kind"] is not None),
         key=lambda row: (order[row["kind"]], -len(row["affected"]), row["p_value"]),
     )
-    kept, claimed = [], set()
-    for row in ranked:
-        affected = set(row["affected"].tolist())
-        if affected and len(affected & claimed) >= SAME_INCIDENT * len(affected):
+    kept, claimed = [], np.zeros(len(found.jobs), dtype=bool)
+    for row in _one_volume_row(ranked):
+        affected = row["affected"]
+        if len(affected) and claimed[affected].sum() >= MOST * len(affected):
             continue
-        kind = row["kind"].split(":")[0]
-        if kind in wanted:
-            row["kind"] = kind
+        row["kind"] = row["kind"].split(":")[0]
+        if row["kind"] in wanted:
             kept.append(row)
-        claimed |= affected
+        claimed[affected] = True
     return kept
 
 
-_PRECEDENCE = (
-    "domain_bounces",
-    "stale_credentials",
-    "provider_outage",
-    "error_spike",
-    "provider_outage:partial",
-    "volume_drop",
-    "latency_degradation",
-)
+def _one_volume_row(rows: list[dict]) -> list[dict]:
+    """A channel gone silent is one row: the row of its one provider when exactly one provider's
+    row overlaps it, else the channel's row (the providers' rows are dropped)."""
+    channel_rows = [row for row in rows if row["scan"] == "channel_volume"]
+    dropped = set()
+    for whole in channel_rows:
+        parts = [
+            row for row in rows
+            if row["scan"] == "volume" and row["keys"]["channel"] == whole["keys"]["channel"]
+            and row["start"] <= whole["end"] and row["end"] >= whole["start"]
+        ]  # fmt: skip
+        dropped |= {id(whole)} if len(parts) == 1 else {id(row) for row in parts}
+    return [row for row in rows if id(row) not in dropped]
 
 
-def _period(table: pd.DataFrame, row: dict) -> np.ndarray:
-    at = table["at"]
-    return ((at >= at.iloc[row["first"]]) & (at <= at.iloc[row["last"]])).to_numpy()
-
-
-def _same_group(table: pd.DataFrame, keys: dict) -> np.ndarray:
-    mask = np.ones(len(table), dtype=bool)
-    for key, value in keys.items():
-        column = table[key].astype("string")
-        mask &= (
-            column.isna().to_numpy()
-            if pd.isna(value)
-            else column.eq(value).fillna(False).to_numpy()
-        )
-    return mask
-
-
-def _affected(table: pd.DataFrame, row: dict) -> np.ndarray:
-    """Row numbers of the jobs the incident hit."""
-    period, keys = _period(table, row), row["keys"]
-    if row["scan"] == "volume":
-        return np.flatnonzero(period & _same_group(table, keys))
-    mine = period & _same_group(table, keys)
-    if row["scan"] == "latency":
-        return np.flatnonzero(mine & table["slow"].to_numpy())
-    return np.flatnonzero(mine & table["met_failure"].to_numpy())
-
-
-def _kind(table: pd.DataFrame, row: dict, outage_rate: float) -> str | None:
-    scan = row["scan"]
-    if scan == "provider":
-        return "provider_outage" if row["rate"] >= outage_rate else "provider_outage:partial"
-    if scan == "latency":
-        period = _period(table, row) & _same_group(table, row["keys"]) & table["timed"].to_numpy()
-        row["p95"] = float(table.loc[period, "time_to_send_s"].quantile(0.95))
-        row["usual_p95"] = float(table.loc[period, "slow_above"].iloc[0])
-        return "latency_degradation"
-    if scan == "volume":
+def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
+    scan, jobs = row["scan"], found.jobs
+    if scan in ("volume", "channel_volume"):
+        sent = found.groups[scan].members[row["group"]]
+        row["workflows"] = found.notes["workflow"].iloc[sent].value_counts().index.tolist()
         return "volume_drop"
+    hit = jobs.iloc[row["affected"]]
+    if scan == "latency":
+        row["p95"] = float(hit["time_to_send_s"].quantile(0.95))
+        row["usual_p95"] = float(hit["slow_above"].iloc[0])
+        return "latency_degradation"
+    if scan == "provider":
+        retried = hit["retried"].mean() >= MOST if len(hit) else False
+        down = row["rate"] >= outage_rate and retried
+        return "provider_outage" if down else "provider_outage:partial"
     if scan == "domain":
-        provider = {k: row["keys"][k] for k in ("channel", "provider_id")}
-        failed = table["failed"].to_numpy()
-        period = _period(table, row)
-        all_failed = (period & failed & _same_group(table, provider)).sum()
-        own = (period & failed & _same_group(table, row["keys"])).sum()
-        return "domain_bounces" if own >= SAME_INCIDENT * all_failed else None
-    return "stale_credentials" if _stale(table, row) else "error_spike"
+        period = jobs.iloc[row["first"] : row["last"] + 1]
+        others = period[_pair_is(period, row["keys"]) & period["domain"].ne(row["keys"]["domain"])]
+        others = others[others["tried"].to_numpy()]
+        concentrated = len(others) and others["met_failure"].mean() <= MOST * row["rate"]
+        return "domain_bounces" if concentrated else None
+    return "stale_credentials" if _stale(jobs, row, hit) else "error_spike"
 
 
-def _stale(table: pd.DataFrame, row: dict) -> bool:
-    """A lasting token/credential error: it lasts to the end of the window, and its code or
-    payload says so, or the subscribers it hit never succeed again on that provider."""
-    if not row["ongoing"]:
-        return False
-    hit = table.iloc[row["affected"]]
-    words = " ".join(
-        [str(row["keys"].get("error_code") or ""), *hit["error_text"].dropna().unique()[:5]]
-    )
-    if CREDENTIAL_WORDS.search(words):
-        return True
-    provider = _same_group(table, {k: row["keys"][k] for k in ("channel", "provider_id")})
-    later = table[provider & table["subscriber_id"].isin(hit["subscriber_id"]).to_numpy()]
-    first_hit = hit.groupby("subscriber_id")["at"].min()
-    after = later[later["at"] > later["subscriber_id"].map(first_hit)]
-    if after["subscriber_id"].nunique() < 5:
-        return False
-    recovered = after[after["outcome"].astype("string").eq("finished")]["subscriber_id"].nunique()
-    return recovered <= 0.2 * after["subscriber_id"].nunique()
+def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
+    """A lasting token/credential error: the subscribers it hit do not succeed again on that
+    provider (or it lasts to the end of the window), and its code or message says token,
+    credential, registration, 401/403/410... (or its subscribers never succeed again)."""
+    later = jobs.iloc[row["first"] :]
+    later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
+    first_hit = hit.groupby("subscriber_id")["t"].min()
+    after = later[later["t"].to_numpy() > later["subscriber_id"].map(first_hit).to_numpy()]
+    people = after["subscriber_id"].nunique()
+    recovered = after.loc[~after["met_failure"], "subscriber_id"].nunique()
+    if people >= 3 and recovered > MOST * people:
+        return False  # they heal
+    persistent = people >= 3 and recovered <= 0.2 * people
+    text = [row["keys"].get("error_code"), *hit["error_text"].dropna().unique()[:5]]
+    says_so = bool(CREDENTIAL_WORDS.search(" ".join(map(str, text))))
+    return (row["ongoing"] or persistent) and (says_so or persistent)
+
+
+def _pair_is(jobs: pd.DataFrame, keys: dict) -> np.ndarray:
+    """Which of ``jobs`` are of the (channel, provider) in ``keys``."""
+    channel = jobs["channel"].astype("string").eq(keys["channel"])
+    provider = jobs["provider_id"].astype("string").eq(keys["provider_id"])
+    return (channel & provider).fillna(False).to_numpy()

@@ -152,7 +152,7 @@ def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> f
     return float(binom.sf(events - 1, total, share))
 
 
-def segment(times: np.ndarray, hits: np.ndarray, rate: float, base_rate: float) -> slice:
+def segment(hits: np.ndarray, rate: float, base_rate: float) -> slice:
     """The run of jobs (sorted by time) where ``hits`` are bunched: the maximum-scoring
     contiguous segment of the per-job log-likelihood ratio of ``rate`` against ``base_rate``.
 

@@ -57,10 +57,10 @@ def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def rows_frame(rows: list[dict], table: pd.DataFrame, details: pd.DataFrame,
+def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
                checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
     """The incidents frame of the kept candidate ``rows``, sorted by impact."""
-    records = [_record(row, table, details) for row in rows]
+    records = [_record(row, jobs, details) for row in rows]
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     frame = frame.astype({k: v for k, v in COLUMNS.items() if k != "workflows"})
     frame = frame.sort_values(
@@ -70,50 +70,47 @@ def rows_frame(rows: list[dict], table: pd.DataFrame, details: pd.DataFrame,
     return frame
 
 
-def _record(row: dict, table: pd.DataFrame, details: pd.DataFrame) -> dict[str, Any]:
-    at = table["at"]
-    hit = table.iloc[row["affected"]]
-    keys = row["keys"]
-    kind = row["kind"]
-    start = at.iloc[row["first"]]
-    end = table["event_end"].iloc[row["last"]] if kind != "volume_drop" else at.iloc[row["last"]]
+def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, Any]:
+    hit = jobs.iloc[row["affected"]]
+    keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
     code = keys.get("error_code") or (codes.mode().iloc[0] if len(codes) else None)
     if kind in ("volume_drop", "latency_degradation"):
         code = None
-    failed = int(hit["failed"].sum()) if kind != "volume_drop" else 0
     if kind == "volume_drop":
-        missing = max(0, round(row["expected"] - len(hit)))
-        notifications, subscribers = missing, 0
+        notifications, subscribers = max(0, round(row["expected"] - row["events"])), 0
+        jobs_, failed, workflows = row["events"], 0, row["workflows"]
     else:
         notifications = hit["notification_id"].nunique()
         subscribers = hit["subscriber_id"].nunique()
+        jobs_, failed = row["jobs"], row["events"]
+        workflows = hit["workflow"].dropna().value_counts().index.tolist()
     record = {
         "kind": kind,
         "channel": keys.get("channel"),
         "provider_id": keys.get("provider_id"),
         "error_code": code,
         "domain": keys.get("domain"),
-        "started_at": start,
-        "ended_at": max(end, start),
+        "started_at": row["start"],
+        "ended_at": row["end"],
         "ongoing": row["ongoing"],
-        "jobs": row["jobs"],
-        "failed_jobs": failed if kind != "volume_drop" else 0,
+        "jobs": jobs_,
+        "failed_jobs": failed,
         "failure_rate": row["rate"],
         "baseline_rate": row["base_rate"],
         "p_value": row["p_value"],
         "notifications": notifications,
         "subscribers": subscribers,
-        "workflows": hit["workflow"].dropna().value_counts().index.tolist(),
-        "example_error": _example(hit, code, details),
+        "workflows": workflows,
+        "example_error": _example(hit, code, details) if code else None,
     }
-    record["summary"] = _sentence(record, row, hit)
+    record["summary"] = _sentence(record, row)
     return record
 
 
 def _example(hit: pd.DataFrame, code: str | None, details: pd.DataFrame) -> str | None:
     """The provider's own payload of the incident's first failure, secrets masked."""
-    failing = hit[hit["met_failure"]]
+    failing = hit[hit["met_failure"].to_numpy()]
     if code is not None:
         failing = failing[failing["error_code"].astype("string").eq(code).fillna(False)]
     if failing.empty:
@@ -141,11 +138,11 @@ def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
 
 def _name(provider: str | None) -> str:
     if not provider:
-        return "an unknown provider"
+        return "The service"
     return provider[0].upper() + provider[1:] if provider.isalpha() else provider
 
 
-def _sentence(record: dict[str, Any], row: dict, hit: pd.DataFrame) -> str:
+def _sentence(record: dict[str, Any], row: dict) -> str:
     """One sentence with the numbers, e.g. "Twilio failed 93% of SMS from 13:26 to 16:54 on
     Oct 28 (usually 3%, error 20503): 137 notifications, 129 people." (times in UTC)."""
     kind, provider = record["kind"], _name(record["provider_id"])
@@ -165,8 +162,9 @@ def _sentence(record: dict[str, Any], row: dict, hit: pd.DataFrame) -> str:
                 f"{when} (usually {usual}{code})")  # fmt: skip
     elif kind == "volume_drop":
         expected = round(row["expected"])
-        text = f"{provider} sent {record['jobs']:,} {channel} {when} where about {expected:,} were expected"
-        impact = f"about {record['notifications']:,} sends missing"
+        text = (f"{provider} sent {record['jobs']:,} {channel} {when} where about {expected:,} "
+                "were expected")  # fmt: skip
+        impact = f"about {record['notifications']:,} notifications not sent"
     else:
         text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
                 f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip

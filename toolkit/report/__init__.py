@@ -1,16 +1,26 @@
 """The shareable delivery report: one self-contained, deterministic HTML file.
 
+Sections, in order: **Findings** (each incident of `toolkit.find_incidents` as a sentence with
+its numbers and a small chart of its window, or "no incidents found" and what was checked), the
+headline figures with their change against the previous period of the same length, a table per
+(channel, provider), the charts, the top failures, a completeness note, a glossary
+(`metrics.DEFINITIONS`) and the provenance. Every number comes from `toolkit.metrics`.
+
+The report is a function of an Activity (+ the previous period's Activity), the provenance and
+``generated_at``: `build_report` and `write_report` take them from anywhere (`read_activity`, a
+store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client,
+`report_window` from any ``read(after, before)`` (a store's ``read``, say).
 plotly.js is inlined once, so the file opens offline; figures have stable element ids, and the
-same activity, provenance and ``generated_at`` give the same bytes. No payload, credential or API
-key is rendered: only counts, statuses, providers, error texts and ids.
+same inputs give the same bytes. No payload, credential or API key is rendered.
 
 >>> result = delivery_report(client, since="7d", out="delivery-report.html")
->>> print(result.path, result.headline["notifications"])
+>>> print(result.path, result.headline["failure_rate"], len(result.findings))
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -23,17 +33,21 @@ import plotly.offline
 
 from toolkit import charts, metrics
 from toolkit._version import __version__
-from toolkit.errors import ParameterError
+from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
-from toolkit.report.summary import headline, headline_lines, percent
+from toolkit.report.findings import findings as findings_section
+from toolkit.report.summary import cards, headline, headline_lines, provider_table
 from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = [
+    "COLUMNS",
     "Report",
     "build_report",
+    "check_out",
     "delivery_report",
     "headline",
     "headline_lines",
+    "report_window",
     "write_report",
 ]
 
@@ -50,103 +64,99 @@ CHARTS = (
     "chart-status-by-provider",
 )
 
+#: The columns of each activity frame the report reads: the measures' (`metrics.REQUIRED_COLUMNS`)
+#: plus what the charts, the top failures and the findings' examples show.
+COLUMNS = {
+    name: tuple(dict.fromkeys((*metrics.REQUIRED_COLUMNS[name], *extra)))
+    for name, extra in (
+        ("notifications", ("transaction_id", "status")),
+        ("jobs", ()),
+        ("execution_details", ("execution_detail_id", "channel", "provider_id", "raw")),
+    )
+}
+
 _LABELS = {
     "base_url": "Service",
     "environment": "Environment",
     "after": "From",
     "before": "Until",
     "filters": "Filters",
+    "previous": "Previous period",
 }
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+_RETENTION = (
+    "The service keeps activity for its plan's retention (24 hours on a free plan, 7 days on pro, "
+    "90 days on team and business): an older window cannot be read, nor compared with."
+)
 
 
 @dataclass(frozen=True)
 class Report:
-    """A written report: where it is, its headline figures (see `headline`), its provenance."""
+    """A written report: where it is, its headline figures (see `headline`) and the previous
+    period's (None when it was not read), its findings (`toolkit.find_incidents`), provenance."""
 
     path: Path
     headline: dict[str, Any]
+    previous: dict[str, Any] | None
+    findings: pd.DataFrame
     provenance: dict[str, Any]
 
 
 def build_report(
-    activity, *, provenance: Mapping[str, Any], generated_at: datetime, top: int = 10
+    activity,
+    *,
+    provenance: Mapping[str, Any],
+    generated_at: datetime,
+    previous=None,
+    incidents: pd.DataFrame | None = None,
+    top: int = 10,
 ) -> str:
     """The report of ``activity`` as one HTML document.
 
     Parameters
     ----------
     activity : Activity
-        ``notifications``, ``jobs`` and ``execution_details`` frames.
+        ``notifications``, ``jobs`` and ``execution_details`` with at least the `COLUMNS`.
     provenance : mapping
         Where the data came from, printed as given: usually ``base_url``, ``environment``,
-        ``after``, ``before`` and ``filters``. Keys that name a secret (API key, token,
-        password, credentials) are refused.
+        ``after``, ``before``, ``filters`` and ``previous`` (the previous period, or why it is
+        missing). Keys that name a secret (API key, token, password, credentials) are refused.
     generated_at : datetime
         Printed as the generation time (passed in, so output is reproducible).
+    previous : Activity, optional
+        The previous period of the same length, for the headline's changes.
+    incidents : DataFrame, optional
+        ``toolkit.find_incidents(activity)``, if already computed.
     top : int
         Rows of the top-failures table and bars of the failure-reasons chart.
 
     Raises
     ------
     ParameterError
-        A provenance key names a secret.
+        A provenance key names a secret, or a frame lacks a column of `COLUMNS`.
     """
-    secret = sorted(key for key in provenance if is_secret(str(key)))
-    if secret:
-        raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
-    figures = headline(activity)
-    rendered = [
-        {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
-        for element_id, figure in _figures(activity, top).items()
-    ]
-    failures = metrics.top_failures(
-        metrics.delivery_jobs(activity), activity.notifications, top=top
-    )
-    labels = ["channel", "provider_id", "error_code", "error_text"]
-    failures[labels] = failures[labels].astype("string").fillna(charts.MISSING)
-    rows = [
-        {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
-        for row in failures.to_dict("records")
-    ]
-    subtitle = [str(provenance.get("environment") or "unknown environment")]
-    if provenance.get("after") or provenance.get("before"):
-        subtitle.append(f"{_text(provenance.get('after'))} to {_text(provenance.get('before'))}")
-    subtitle.append(f"generated {to_iso(generated_at)}")
-    return _template().render(
-        title=TITLE,
-        subtitle=" · ".join(subtitle),
-        version=__version__,
-        plotlyjs=_plotlyjs(),
-        cards=_cards(figures),
-        by_channel=[
-            {**row, "failure_rate": percent(row["failure_rate"])} for row in figures["by_channel"]
-        ],
-        charts=rendered,
-        failures=rows,
-        provenance=[
-            *(
-                (_LABELS.get(key, key.replace("_", " ").capitalize()), _text(value))
-                for key, value in provenance.items()
-            ),
-            ("Generated at", to_iso(generated_at)),
-            ("Toolkit version", __version__),
-        ],  # fmt: skip
-    )
+    return _render(_contents(activity, previous, incidents, top), provenance, generated_at)
 
 
-def write_report(
-    path: str | Path,
-    activity,
-    *,
-    provenance: Mapping[str, Any],
-    generated_at: datetime,
-    top: int = 10,
-) -> Path:
-    """Write `build_report` to ``path`` (UTF-8) and return the path."""
-    path = Path(path)
-    html = build_report(activity, provenance=provenance, generated_at=generated_at, top=top)
-    path.write_text(html, encoding="utf-8")
+def write_report(path: str | Path, activity, **options: Any) -> Path:
+    """Write ``build_report(activity, **options)`` to ``path`` (UTF-8, checked first with
+    `check_out`) and return the path."""
+    path = check_out(path)
+    path.write_text(build_report(activity, **options), encoding="utf-8")
+    return path
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as a Path, if a report can be written there: not a directory, in an existing
+    directory, writable. Raises `ParameterError` (name ``out``) otherwise."""
+    path = Path(out)
+    folder = path.parent.resolve()
+    if path.is_dir():
+        raise ParameterError("out", str(out), "a file name, not a directory")
+    if not folder.is_dir():
+        raise ParameterError("out", str(out), f"a file in an existing directory ({folder} is not one)")  # fmt: skip
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ParameterError("out", str(out), "a file you may write")
     return path
 
 
@@ -162,7 +172,7 @@ def delivery_report(
     progress: bool = True,
     **filters: Any,
 ) -> Report:
-    """Read the activity of a window and write its report.
+    """Read the activity of a window and of the period before it, and write their report.
 
     Parameters
     ----------
@@ -170,8 +180,10 @@ def delivery_report(
         Default `toolkit.connect()` (the configured service, else the local sandbox).
     since, until : str, datetime or duration
         The window; ``"7d"`` is seven days before the service's now; ``until`` defaults to now.
+        The previous period is as long and ends where the window starts; when the plan's
+        retention does not reach it, the report says so and shows no changes.
     out : str or Path
-        The HTML file to write.
+        The HTML file to write, checked (`check_out`) before anything is read.
     channels : str or list of str, optional
         Only these channels.
     generated_at : datetime, optional
@@ -190,25 +202,165 @@ def delivery_report(
     from toolkit.client import connect
     from toolkit.read import read_activity
 
+    out = check_out(out)
     client = connect() if client is None else client
-    now = client.now()
-    after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     filters = {k: v for k, v in {"channels": channels, **filters}.items() if v is not None}
-    activity = read_activity(client, after=after, before=before, progress=progress, **filters)
-    provenance = {
-        "base_url": client.base_url,
-        "environment": client.environment or "unknown",
-        "after": after,
-        "before": before,
-        "filters": filters,
-    }
-    path = write_report(
-        out, activity, provenance=provenance, generated_at=generated_at or now, top=top
-    )
-    return Report(path=path, headline=headline(activity), provenance=provenance)
+
+    def read(after: datetime, before: datetime):
+        return read_activity(client, after=after, before=before, progress=progress, **filters)
+
+    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    return report_window(read, now=client.now(), since=since, until=until, out=out,
+                         source=source, filters=filters, generated_at=generated_at, top=top)  # fmt: skip
+
+
+def report_window(
+    read: Callable[[datetime, datetime], Any],
+    *,
+    now: datetime,
+    since: Any = "7d",
+    until: Any = None,
+    out: str | Path = "delivery-report.html",
+    source: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
+    generated_at: datetime | None = None,
+    top: int = 10,
+) -> Report:
+    """Resolve a window, read it and the previous period with ``read``, and write their report:
+    what `delivery_report` does, for any source of activity (a client, a store).
+
+    Parameters
+    ----------
+    read : callable
+        ``read(after, before) -> Activity``; it may raise `RetentionError` for a previous period
+        it cannot serve (the report then says so and shows no changes).
+    now : datetime
+        What ``since``/``until`` count back from; the default ``generated_at``.
+    since, until, out, generated_at, top
+        As in `delivery_report`.
+    source : mapping, optional
+        The provenance of the source (``base_url``, ``environment``, a store's path, ...).
+    filters : mapping, optional
+        The filters ``read`` applies, for the provenance.
+    """
+    out = check_out(out)
+    after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
+    activity = read(after, before)
+    start = after - (before - after)
+    try:
+        previous, earlier = read(start, after), f"{to_iso(start)} to {to_iso(after)}"
+    except RetentionError as error:
+        previous = None
+        earlier = "not available: it starts before the plan's retention" + (
+            f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
+        )  # fmt: skip
+    provenance = {**(source or {}), "after": after, "before": before,
+                  "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
+    contents = _contents(activity, previous, None, top)
+    out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
+    return Report(path=out, headline=contents["headline"], previous=contents["previous"],
+                  findings=contents["incidents"], provenance=provenance)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _contents(activity, previous, incidents: pd.DataFrame | None, top: int) -> dict[str, Any]:
+    """Everything the report shows, computed (no HTML yet)."""
+    _check_columns(activity, "activity")
+    jobs = metrics.delivery_jobs(activity)
+    if incidents is None:
+        from toolkit.incidents import find_incidents
+
+        incidents = find_incidents(activity)
+    before = None
+    if previous is not None:
+        _check_columns(previous, "previous")
+        before = headline(previous)
+    failures = metrics.top_failures(jobs, activity.notifications, top=top)
+    labels = ["channel", "provider_id", "error_code", "error_text"]
+    failures[labels] = failures[labels].astype("string").fillna(charts.MISSING)
+    return {
+        "headline": headline(activity, jobs),
+        "previous": before,
+        "incidents": incidents,
+        "findings": findings_section(incidents, jobs, _figure_html),
+        "providers": provider_table(jobs),
+        "charts": [
+            {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
+            for element_id, figure in _figures(activity, jobs, top).items()
+        ],
+        "failures": [
+            {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
+            for row in failures.to_dict("records")
+        ],
+        "in_flight_notifications": int(
+            jobs.loc[
+                jobs["outcome"].astype("string").eq("in_flight").fillna(False).to_numpy(),
+                "notification_id",
+            ].nunique()
+        ),  # fmt: skip
+    }
+
+
+def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_at) -> str:
+    secret = sorted(key for key in provenance if is_secret(str(key)))
+    if secret:
+        raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
+    subtitle = [str(provenance.get("environment") or "unknown environment")]
+    if provenance.get("after") or provenance.get("before"):
+        subtitle.append(f"{_text(provenance.get('after'))} to {_text(provenance.get('before'))}")
+    subtitle.append(f"generated {to_iso(generated_at)}")
+    return _template().render(
+        title=TITLE,
+        subtitle=" · ".join(subtitle),
+        version=__version__,
+        plotlyjs=_plotlyjs(),
+        findings=contents["findings"],
+        cards=cards(contents["headline"], contents["previous"]),
+        providers=contents["providers"],
+        charts=contents["charts"],
+        failures=contents["failures"],
+        completeness=_completeness(contents, provenance),
+        glossary=list(metrics.DEFINITIONS.items()),
+        provenance=[
+            *(
+                (_LABELS.get(key, key.replace("_", " ").capitalize()), _text(value))
+                for key, value in provenance.items()
+            ),
+            ("Generated at", to_iso(generated_at)),
+            ("Toolkit version", __version__),
+        ],  # fmt: skip
+    )
+
+
+def _completeness(contents: dict[str, Any], provenance: Mapping[str, Any]) -> list[str]:
+    figures = contents["headline"]
+    notes = [
+        f"{figures['in_flight']:,} delivery jobs of {contents['in_flight_notifications']:,} "
+        "notifications were still in flight when read: their outcome may still change, and "
+        "they count neither as failures nor as successes.",
+        f"{figures['not_sent']:,} delivery jobs were not sent (skipped, canceled or merged into "
+        "a digest) and are not counted in the failure rates.",
+        "Records keep changing after they are read (late provider webhooks, read confirmations, "
+        "retries): the same window read later can give slightly different numbers.",
+        _RETENTION,
+    ]
+    if contents["previous"] is None:
+        reason = provenance.get("previous") or "not read"
+        notes.append(f"Previous period: {reason}; the headline shows no changes.")
+    return notes
+
+
+def _check_columns(activity, name: str) -> None:
+    for frame_name, needed in COLUMNS.items():
+        frame = getattr(activity, frame_name, None)
+        if not isinstance(frame, pd.DataFrame):
+            raise ParameterError(name, type(activity).__name__, "an Activity (notifications, jobs, execution_details)")  # fmt: skip
+        missing = [column for column in needed if column not in frame.columns]
+        if missing:
+            raise ParameterError(f"{name}.{frame_name}", f"a frame without {missing}",
+                                 f"the columns {list(needed)}")  # fmt: skip
 
 
 @cache
@@ -237,23 +389,9 @@ def _figure_html(fig, div_id: str) -> str:
     )
 
 
-def _cards(figures: dict[str, Any]) -> list[dict[str, str]]:
-    return [
-        {"id": "notifications", "label": "notifications", "value": f"{figures['notifications']:,}"},
-        {"id": "subscribers-reached", "label": "subscribers reached",
-         "value": f"{figures['subscribers_reached']:,}"},
-        {"id": "delivery-rate", "label": "delivery rate (sent or better)",
-         "value": percent(figures["delivery_rate"])},
-        {"id": "failure-rate", "label": "failure rate", "value": percent(figures["failure_rate"])},
-        {"id": "failed-notifications", "label": "failed notifications",
-         "value": f"{figures['failed_notifications']:,}"},
-    ]  # fmt: skip
-
-
-def _figures(activity, top: int) -> dict[str, Any]:
+def _figures(activity, jobs: pd.DataFrame, top: int) -> dict[str, Any]:
     """The figures of `CHARTS`, by element id."""
     details = activity.execution_details
-    jobs = metrics.delivery_jobs(activity)
     freq, rate_freq = _buckets(details)
     figures = (
         charts.status_by_channel(details),

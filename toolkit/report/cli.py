@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolkit.errors import ServiceError, ToolkitError
+from toolkit.errors import RetentionError, ServiceError, ToolkitError
 from toolkit.timeutil import to_iso
 
 DESCRIPTION = """Write a self-contained HTML delivery report of the service's activity.
 
 The service is the one given by --base-url/--api-key, else by SVC_BASE_URL/SVC_API_KEY, else a
 local sandbox started for the run. Prefer the variable to --api-key: command lines are visible to
-other users of the machine."""
+other users of the machine. --environment picks an environment of the local sandbox; with a
+configured service, the API key decides the environment."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,9 +25,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit.code or 0)
 
     from toolkit.client import connect
-    from toolkit.report import delivery_report, headline_lines
+    from toolkit.config import Settings
+    from toolkit.report import check_out, delivery_report, headline_lines
 
     try:
+        check_out(args.out)
+        if args.environment and Settings.resolve(args.base_url, args.api_key).configured:
+            raise ToolkitError(
+                f"--environment {args.environment!r} only selects an environment of the local "
+                "sandbox; with a configured service (SVC_BASE_URL/SVC_API_KEY or --base-url) "
+                "the API key decides the environment: leave --environment out"
+            )
         client = connect(args.base_url, args.api_key, environment=args.environment)
         report = delivery_report(
             client,
@@ -37,6 +46,14 @@ def main(argv: list[str] | None = None) -> int:
             severity=args.severity,
             top=args.top,
         )
+    except RetentionError as error:
+        earliest = f" of {to_iso(error.earliest)} or later" if error.earliest else ""
+        print(
+            f"error: the window starts before the plan's retention: use a --since{earliest} "
+            f"({error.method} {error.path} answered {error.status})",
+            file=sys.stderr,
+        )
+        return 2
     except ServiceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -49,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         f"service: {source['base_url']} ({source['environment']}), "
         f"{to_iso(source['after'])} to {to_iso(source['before'])}"
     )
-    for line in headline_lines(report.headline):
+    findings = report.findings
+    print(f"findings: {len(findings)} incident(s)" if len(findings) else
+          f"findings: none ({findings.attrs.get('reason', 'no incidents found')})")  # fmt: skip
+    for summary in findings["summary"]:
+        print(f"  - {summary}")
+    for line in headline_lines(report.headline, report.previous):
         print(line)
     return 0
 
@@ -68,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--top", type=_positive, default=10, help="rows of the top-failures table")
     parser.add_argument("--base-url", help="the service (default SVC_BASE_URL, else a local sandbox)")  # fmt: skip
     parser.add_argument("--api-key", help="the API key (default SVC_API_KEY)")
-    parser.add_argument("--environment", help="with the sandbox: Organization/Environment to report on")  # fmt: skip
+    parser.add_argument("--environment", help="with the local sandbox only: Organization/Environment to report on")  # fmt: skip
     return parser
 
 

@@ -1,4 +1,4 @@
-"""The report's headline figures, computed from an Activity (pure)."""
+"""The report's figures, from `toolkit.metrics` only (pure: frames in, plain values out)."""
 
 from __future__ import annotations
 
@@ -7,71 +7,160 @@ from typing import Any
 import pandas as pd
 
 from toolkit import metrics
-from toolkit.charts import FUNNEL_STAGES, MISSING
+from toolkit.charts import MISSING, format_seconds
 from toolkit.schemas import CHANNELS
 
-__all__ = ["headline", "headline_lines"]
+__all__ = ["CARDS", "cards", "headline", "headline_lines", "percent", "provider_table"]
+
+#: The headline cards: key of `headline`, label, and how the value reads (count, rate, seconds).
+CARDS = (
+    ("notifications", "notifications", "count"),
+    ("delivery_jobs", "delivery jobs", "count"),
+    ("failure_rate", "failure rate", "rate"),
+    ("failed", "failed jobs", "count"),
+    ("time_to_deliver_p50", "time to deliver, p50", "seconds"),
+    ("time_to_deliver_p95", "time to deliver, p95", "seconds"),
+    ("subscribers_reached", "subscribers reached", "count"),
+)
 
 
-def headline(activity) -> dict[str, Any]:
+def headline(activity, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
     """The headline figures of an Activity.
+
+    Parameters
+    ----------
+    activity : Activity
+        The window's activity.
+    jobs : DataFrame, optional
+        ``metrics.delivery_jobs(activity)``, if already computed.
 
     Returns
     -------
     dict
-        ``notifications``; ``subscribers_reached`` (distinct subscribers of the notifications
-        that were sent, delivered or read); ``delivery_rate`` and ``failure_rate`` (shares of
-        the notifications sent or better, and failed; None without notifications);
-        ``failed_notifications``; ``by_channel``: a list of ``{"channel", "jobs", "failed",
-        "failure_rate"}`` over the delivery jobs, channels in vocabulary order.
+        ``notifications`` (their number), the keys of `metrics.totals`, and ``by_channel``:
+        ``{"channel", "jobs", "failed", "failure_rate"}`` per channel, in vocabulary order.
     """
-    notifications = activity.notifications
-    status = notifications["status"].astype("string").str.lower()
-    reached = status.isin(FUNNEL_STAGES["sent"]).fillna(False)
-    failed = (status == "failed").fillna(False)
-    total = len(notifications)
-    rates = metrics.failure_rates(metrics.delivery_jobs(activity), "channel")
-    rates = rates.set_index(rates["channel"].astype(str)).drop(columns="channel")
-    known = [c for c in CHANNELS if c in rates.index]
-    order = known + sorted(set(rates.index) - set(known))
+    jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
+    rates = metrics.failure_rates(jobs, "channel")
+    rates = rates.set_index(rates["channel"].astype(str))
     return {
-        "notifications": total,
-        "subscribers_reached": int(notifications.loc[reached, "subscriber_id"].nunique()),
-        "delivery_rate": int(reached.sum()) / total if total else None,
-        "failure_rate": int(failed.sum()) / total if total else None,
-        "failed_notifications": int(failed.sum()),
+        "notifications": len(activity.notifications),
+        **metrics.totals(jobs),
         "by_channel": [
             {
                 "channel": channel,
                 "jobs": int(rates.loc[channel, "jobs"]),
                 "failed": int(rates.loc[channel, "failed"]),
-                "failure_rate": _share(rates.loc[channel, "failure_rate"]),
+                "failure_rate": _number(rates.loc[channel, "failure_rate"]),
             }
-            for channel in order
+            for channel in _channel_order(rates.index)
         ],
     }
 
 
-def headline_lines(figures: dict[str, Any]) -> list[str]:
-    """A few lines of text for a terminal: the headline figures of `headline`."""
+def cards(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The `CARDS` as text: ``id, label, value, detail`` (the interval of a rate) and
+    ``previous`` (the previous period's value and the change, or why there is none)."""
+    shown = []
+    for key, label, kind in CARDS:
+        value = current[key]
+        detail = ""
+        if key == "failure_rate" and value is not None:
+            detail = f"95% CI {percent(current['ci_low'])} to {percent(current['ci_high'])}"
+        if previous is None:
+            before = "previous period: not read"
+        else:
+            before = f"previous: {_format(previous[key], kind)} ({_change(value, previous[key], kind)})"  # fmt: skip
+        shown.append({"id": key.replace("_", "-"), "label": label, "value": _format(value, kind),
+                      "detail": detail, "previous": before})  # fmt: skip
+    return shown
+
+
+def provider_table(jobs: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per (channel, provider): ``channel, provider_id, jobs`` (finished plus failed),
+    ``failed, in_flight, failure_rate`` (with its interval, as text), ``p50, p95`` (time to
+    deliver, as text) and ``top_error`` (its most frequent failure, as text)."""
+    keys = ["channel", "provider_id"]
+    rates = metrics.failure_rates(jobs, keys)
+    times = metrics.percentiles(jobs, keys, "time_to_deliver_s")
+    table = rates.merge(times, on=keys, how="left")
+    errors = metrics.top_failures(jobs, top=None).drop_duplicates(keys)
+    table = table.merge(errors[[*keys, "error_code", "error_text", "failed"]], on=keys,
+                        how="left", suffixes=("", "_top"))  # fmt: skip
+    table["channel"] = table["channel"].astype(str)
+    order = {channel: rank for rank, channel in enumerate(_channel_order(table["channel"]))}
+    table = table.sort_values(["channel", "jobs"], key=lambda c: c.map(order) if c.name == "channel" else -c)  # fmt: skip
+    rows = []
+    for row in table.to_dict("records"):
+        rate = row["failure_rate"]
+        rows.append(
+            {
+                "channel": row["channel"],
+                "provider_id": _label(row["provider_id"]),
+                "jobs": f"{row['jobs']:,}",
+                "failed": f"{row['failed']:,}",
+                "in_flight": f"{row['in_flight']:,}",
+                "failure_rate": "n/a" if pd.isna(rate) else
+                f"{percent(rate)} ({percent(row['ci_low'])} to {percent(row['ci_high'])})",
+                "p50": _format(_number(row["p50"]), "seconds"),
+                "p95": _format(_number(row["p95"]), "seconds"),
+                "top_error": "" if pd.isna(row["failed_top"]) else
+                f"{_label(row['error_code'])} · {_label(row['error_text'])} ({int(row['failed_top']):,})",
+            }
+        )  # fmt: skip
+    return rows
+
+
+def headline_lines(figures: dict[str, Any], previous: dict[str, Any] | None = None) -> list[str]:
+    """A few lines of text for a terminal: the headline figures, with the previous period's."""
+    lines = []
+    for card in cards(figures, previous):
+        detail = f", {card['detail']}" if card["detail"] else ""
+        change = f" [{card['previous']}]" if previous is not None else ""
+        lines.append(f"{card['label']}: {card['value']}{detail}{change}")
     by_channel = ", ".join(
         f"{row['channel']} {row['jobs']} ({percent(row['failure_rate'])} failed)"
         for row in figures["by_channel"]
     )
-    return [
-        f"notifications: {figures['notifications']}",
-        f"subscribers reached: {figures['subscribers_reached']}",
-        f"delivery rate: {percent(figures['delivery_rate'])}",
-        f"failure rate: {percent(figures['failure_rate'])}"
-        f" ({figures['failed_notifications']} failed notifications)",
-        f"delivery jobs by channel: {by_channel or MISSING}",
-    ]
-
-
-def _share(value: float) -> float | None:
-    return None if pd.isna(value) else float(value)
+    lines.append(f"delivery jobs by channel: {by_channel or MISSING}")
+    return lines
 
 
 def percent(share: float | None) -> str:
     """``0.1234`` -> ``"12.3%"``; None -> ``"n/a"``."""
     return "n/a" if share is None else f"{100 * share:.1f}%"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _format(value: float | None, kind: str) -> str:
+    if value is None:
+        return "n/a"
+    if kind == "rate":
+        return percent(value)
+    return format_seconds(value) if kind == "seconds" else f"{value:,}"
+
+
+def _change(value: float | None, before: float | None, kind: str) -> str:
+    """The change from ``before`` to ``value``: points for rates, else relative."""
+    if value is None or before is None:
+        return "no change to show"
+    if kind == "rate":
+        return f"{round(100 * (value - before), 1) + 0.0:+.1f} pts"  # + 0.0: no "-0.0"
+    if before == 0:
+        return "was 0" if value else "no change"
+    return f"{round(100 * (value - before) / before, 1) + 0.0:+.1f}%"
+
+
+def _channel_order(channels) -> list[str]:
+    present = set(channels)
+    return [c for c in CHANNELS if c in present] + sorted(present - set(CHANNELS))
+
+
+def _label(value: Any) -> str:
+    return MISSING if value is None or pd.isna(value) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    return None if pd.isna(value) else float(value)

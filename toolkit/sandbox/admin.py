@@ -4,6 +4,8 @@ document, never faulted. They let another process steer a running sandbox:
 - ``GET /_sandbox/state``: environments with counts, the clock, faults, traffic and outages;
 - ``POST /_sandbox/faults``: a `FaultSettings` object (see `Faults.update`);
 - ``POST /_sandbox/traffic``: ``{"rate": <per sandbox second, 0 stops>, "environment": <name>}``;
+- ``POST /_sandbox/outage``: ``{"provider_id": "twilio", "failure_rate": 0.9, "error_code": null}``
+  starts a live outage, ``{"stop": true, "provider_id": <optional>}`` ends it (or all of them).
 
 Invalid bodies answer 422 with ``{statusCode, message, error}``, the message naming the field.
 """
@@ -18,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationError
 
-from toolkit.sandbox.faults import ADMIN_PREFIX, FaultSettings, _Settings, message_of
+from toolkit.sandbox.faults import ADMIN_PREFIX, FaultSettings, Fraction, _Settings, message_of
 
 if TYPE_CHECKING:
     from toolkit.sandbox.handle import Sandbox
@@ -27,6 +29,13 @@ if TYPE_CHECKING:
 class TrafficSettings(_Settings):
     rate: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     environment: str | None = None
+
+
+class OutageSettings(_Settings):
+    provider_id: str | None = None
+    failure_rate: Fraction = 0.9
+    error_code: str | None = None
+    stop: bool = False
 
 
 def admin_app(sandbox: Sandbox) -> FastAPI:
@@ -49,6 +58,20 @@ def admin_app(sandbox: Sandbox) -> FastAPI:
         else:
             await run_in_threadpool(sandbox.start_traffic, settings.rate, settings.environment)
         return (await run_in_threadpool(sandbox.state))["traffic"]
+
+    @router.post("/outage")
+    async def outage(settings: OutageSettings) -> list[dict[str, Any]]:
+        if settings.stop:
+            sandbox.stop_outage(settings.provider_id)
+        elif settings.provider_id is None:
+            raise ValueError("provider_id: required to start an outage")
+        else:
+            sandbox.start_outage(
+                settings.provider_id,
+                failure_rate=settings.failure_rate,
+                error_code=settings.error_code,
+            )
+        return sandbox.outages()
 
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.include_router(router)

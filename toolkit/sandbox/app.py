@@ -12,6 +12,8 @@ sandbox where both are silent:
   status below 500 are stored and replayed (a deterministic 4xx replays as well); a 5xx frees the
   key so that the retry runs again. A different fingerprint answers 422 (also when the first
   request is still running); a running one 409 with ``Retry-After: 1``. An empty key is no key.
+  Keys still claimed by a killed process are released when its database file is opened again.
+- A request body over `MAX_BODY_BYTES` (1 MiB) answers 413.
 - Cursor lists: ``after`` with ``before`` is a 422 (field ``before``); the search's ``limit`` is
   at most 100 and ``orderBy`` one of ``_id``, ``createdAt``, ``updatedAt``; empty search filters
   are ignored. A cursor must name an item of the list's scope (its filters aside).
@@ -54,6 +56,8 @@ log = logging.getLogger(__name__)
 IDEMPOTENCY_TTL = timedelta(hours=24)
 #: Longest idempotency key accepted (longer: 400).
 MAX_IDEMPOTENCY_KEY = 255
+#: Largest request body accepted (larger: 413).
+MAX_BODY_BYTES = 1_048_576
 #: Methods whose requests honour an idempotency key.
 IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
 
@@ -71,11 +75,13 @@ def create_app(store: Store, clock: Clock) -> FastAPI:
         description=DESCRIPTION,
         separate_input_output_schemas=False,
         redoc_url=None,
+        max_body_size=MAX_BODY_BYTES,
     )
     errors = ErrorRenderer(service)
     app.state.errors = errors
+    app.state.service = service
     app.state.idempotency = Idempotency(service)
-    router = APIRouter(route_class=IdempotentRoute, dependencies=[Depends(_idempotency_key)])
+    router = APIRouter(route_class=IdempotentRoute)
     for module in (routes_subscribers, routes_integrations, routes_activity):
         module.register(router, service)
     app.include_router(router)
@@ -86,12 +92,31 @@ def create_app(store: Store, clock: Clock) -> FastAPI:
     return app
 
 
-def _idempotency_key(
+class BodyLimit:
+    """ASGI wrapper of the service: a body announced larger than `MAX_BODY_BYTES` answers 413
+    with the service's error body before it is read (a streamed one is cut by FastAPI's own
+    ``max_body_size``)."""
+
+    def __init__(self, app: FastAPI):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
+                    message = f"Request body larger than {MAX_BODY_BYTES} bytes"
+                    response = self.app.state.errors.response(Request(scope), 413, message)
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+async def _idempotency_key(
     idempotency_key: Annotated[
         str,
         Header(
             alias="idempotency-key",
-            description="Honoured on POST and PATCH (at most 255 characters), ignored otherwise.",
+            description="Runs the request once (at most 255 characters).",
         ),
     ] = None,
 ) -> None:
@@ -140,6 +165,8 @@ class ErrorRenderer:
         assert isinstance(exc, HTTPException)
         if exc.status_code in (404, 405):
             message = f"Cannot {request.method} {request.scope['path']}"
+        elif exc.status_code == 413:
+            message = f"Request body larger than {MAX_BODY_BYTES} bytes"
         else:
             message = str(exc.detail)
         return self.response(request, exc.status_code, message, dict(exc.headers or {}))
@@ -225,6 +252,13 @@ class Idempotency:
 
 class IdempotentRoute(APIRoute):
     """A route that, for POST and PATCH with an ``idempotency-key``, runs each request once."""
+
+    def __init__(self, path: str, endpoint: Callable, **options: Any):
+        methods = {method.upper() for method in options.get("methods") or ()}
+        if methods & IDEMPOTENT_METHODS:  # only there: other routes skip resolving it
+            options["dependencies"] = [*(options.get("dependencies") or []),
+                                       Depends(_idempotency_key)]  # fmt: skip
+        super().__init__(path, endpoint, **options)
 
     def get_route_handler(self) -> Callable:
         handle = super().get_route_handler()

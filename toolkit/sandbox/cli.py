@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import signal
 import sys
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 from toolkit.sandbox.clock import iso, parse_instant
+from toolkit.sandbox.seed.incidents import specs_of
 
 
 def _non_negative(kind: type) -> Callable[[str], float]:
@@ -45,6 +47,29 @@ def _instant(text: str) -> str:
         return iso(parse_instant(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 instant: {text!r}") from None
+
+
+def _incidents(text: str) -> str | list:
+    if text in ("default", "none"):
+        return text
+    try:
+        specs = json.loads(text)
+    except ValueError:
+        specs = None
+    if not isinstance(specs, list):
+        raise argparse.ArgumentTypeError(f"not 'default', 'none' or a JSON list of specs: {text!r}")
+    try:
+        specs_of(specs)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: {text!r}") from None
+    return specs
+
+
+def _speed(text: str) -> float:
+    value = _non_negative(float)(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -94,7 +119,22 @@ def _parser() -> argparse.ArgumentParser:
         type=_non_negative(float),
         default=0.0,
         metavar="R",
-        help="live notifications per second (default: none)",
+        help="live notifications per sandbox second (default: none)",
+    )
+    parser.add_argument(
+        "--incidents",
+        type=_incidents,
+        default="default",
+        metavar="SPECS",
+        help="incidents planted in the data: default, none, or a JSON list of specs "
+        '(e.g. \'[{"kind": "provider_outage", "provider_id": "sns", "start": "30h"}]\')',
+    )
+    parser.add_argument(
+        "--clock-speed",
+        type=_speed,
+        default=1.0,
+        metavar="X",
+        help="the clock runs X times faster than real time (default: %(default)s)",
     )
     parser.add_argument(
         "--latency-ms",
@@ -141,9 +181,14 @@ def main(argv: list[str]) -> int:
             subscribers=args.subscribers,
             traffic_rate=args.traffic_rate,
             rate_limit=args.rate_limit,
+            incidents=args.incidents,
+            clock_speed=args.clock_speed,
         )
     except KeyboardInterrupt:
         return 130
+    except ValueError as exc:
+        print(f"python -m toolkit sandbox: error: {exc}", file=sys.stderr)
+        return 2
     except RuntimeError as exc:
         print(
             f"python -m toolkit sandbox: error: {exc}; is the port in use? (--port 0 picks a free one)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 
@@ -22,14 +23,25 @@ def iso(moment: datetime) -> str:
 
 
 class Clock:
-    """Time that starts at ``start`` (default: the real now) and then advances in real time."""
+    """Time that starts at ``start`` (default: the real now) and then advances ``speed`` times
+    as fast as real time (read from ``timer``, seconds)."""
 
-    def __init__(self, start: str | datetime | None = None):
+    def __init__(
+        self,
+        start: str | datetime | None = None,
+        speed: float = 1.0,
+        timer: Callable[[], float] = time.monotonic,
+    ):
+        if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0 < speed <= 1e6:
+            raise ValueError(f"clock_speed must be a number > 0, got {speed!r}")
         self.start = parse_instant(start) if start is not None else datetime.now(timezone.utc)
-        self._origin = time.monotonic()
+        self.speed = float(speed)
+        self._timer = timer
+        self._origin = timer()
 
     def now(self) -> datetime:
-        return self.start + timedelta(seconds=time.monotonic() - self._origin)
+        return self.start + timedelta(seconds=(self._timer() - self._origin) * self.speed)
 
     def __repr__(self) -> str:
-        return f"Clock(start={iso(self.start)!r})"
+        speed = f", speed={self.speed:g}" if self.speed != 1 else ""
+        return f"Clock(start={iso(self.start)!r}{speed})"

@@ -14,7 +14,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -157,6 +157,9 @@ class Faults:
     """
 
     def __init__(self, seed: int = 0):
+        #: How the fault layer waits out a request's latency (a coroutine function of seconds);
+        #: tests may replace it to observe the waits.
+        self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self.reset()
@@ -434,7 +437,7 @@ class FaultMiddleware:
             return
         plan = self.faults._plan()
         if plan.delay:
-            await asyncio.sleep(plan.delay)
+            await self.faults.sleep(plan.delay)
         if plan.action == "drop":
             drop = scope.get("extensions", {}).get(DROP_EXTENSION)
             if drop is None:
@@ -464,6 +467,8 @@ class FaultMiddleware:
             await self.app(scope, receive, send_with_headers)
 
     def _limit(self, scope: dict) -> _Limit | None:
+        if self.faults._limits is None:
+            return None
         category = category_of(scope["path"])
         key = api_key_of(scope)
         environment_id = self.environment_of(key) if category and key else None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import uvicorn
 
 from toolkit.sandbox.clock import Clock, iso
 from toolkit.sandbox.faults import Faults
+from toolkit.sandbox.seed.failures import outage_failure
+from toolkit.sandbox.seed.incidents import IncidentPlan, IncidentSpec
 from toolkit.sandbox.store import Store
 from toolkit.sandbox.traffic import LiveTraffic
 
@@ -32,9 +34,11 @@ class Sandbox:
         The seeded environments (``id``, ``organization_id``, ``organization``, ``name``,
         ``plan``, ``api_key``).
     incidents : list[dict]
-        The incidents planted in the seeded data.
+        The incidents planted in the seeded data (``kind``, ``name``, ``summary``, ``channel``,
+        ``provider_id``, ``start``, ``end``, ``error_code``, ``domain``, ``notifications``,
+        ``subscribers``, ``notification_ids``, ``subscriber_ids``, ...).
     clock : Clock
-        The service's clock; ``now()`` reads it.
+        The service's clock; ``now()`` reads it (``clock.speed``: how much faster than real time).
     store : Store
         The SQLite store behind the service.
     faults : Faults
@@ -55,6 +59,7 @@ class Sandbox:
         self.api_key: str = self.environments[0]["api_key"]
         self.faults = Faults(seed=seed)
         self.traffic: LiveTraffic | None = None
+        self._outages: dict[str, IncidentPlan] = {}  # provider -> live outage (replaced whole)
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -96,9 +101,62 @@ class Sandbox:
         env = self.environment(environment)
         with self._lock:
             self._stop_traffic()
-            self.traffic = LiveTraffic(self.store, self.clock, env["id"], rate, seed=self.seed)
+            self.traffic = LiveTraffic(
+                self.store, self.clock, env["id"], rate, seed=self.seed, live=self._live
+            )
             self.traffic.start()
             return self.traffic
+
+    def start_outage(
+        self, provider_id: str, *, failure_rate: float = 0.9, error_code: str | None = None
+    ) -> dict[str, Any]:
+        """Fail ``failure_rate`` of live traffic's jobs sent through ``provider_id`` from now on.
+
+        Notifications triggered from now on meet it (their retries fail too) until
+        `stop_outage`; seeded data are not changed. ``error_code`` replaces the provider's
+        outage error. Returns the outage as `outages` lists it.
+
+        Raises
+        ------
+        ValueError
+            An unknown provider, or a rate outside (0, 1].
+        """
+        spec = IncidentSpec.of({"kind": "provider_outage", "provider_id": provider_id})
+        if isinstance(failure_rate, bool) or not isinstance(failure_rate, int | float):
+            raise ValueError(f"failure_rate must be a number in (0, 1], got {failure_rate!r}")
+        if not 0 < failure_rate <= 1:
+            raise ValueError(f"failure_rate must be a number in (0, 1], got {failure_rate!r}")
+        if error_code is not None and (not isinstance(error_code, str) or not error_code):
+            raise ValueError(f"error_code must be a non-empty string, got {error_code!r}")
+        failure = outage_failure(provider_id, error_code)
+        plan = IncidentPlan(
+            f"live-outage-{provider_id}",
+            f"{provider_id} outage (live): sends fail with {failure.code}",
+            spec.channel,
+            provider_id,
+            self.now(),
+            datetime.max.replace(tzinfo=timezone.utc),
+            failure,
+            failure_rate=float(failure_rate),
+        )
+        with self._lock:
+            self._outages = {**self._outages, provider_id: plan}
+        return _outage(plan)
+
+    def stop_outage(self, provider_id: str | None = None) -> None:
+        """End the live outage of ``provider_id`` (default: every one)."""
+        with self._lock:
+            self._outages = {
+                p: plan for p, plan in self._outages.items() if provider_id not in (None, p)
+            }
+
+    def outages(self) -> list[dict[str, Any]]:
+        """The live outages: ``provider_id``, ``channel``, ``failure_rate``, ``error_code``,
+        ``start``."""
+        return [_outage(plan) for plan in self._outages.values()]
+
+    def _live(self) -> list[IncidentPlan]:
+        return list(self._outages.values())
 
     def stop_traffic(self) -> None:
         """Stop the live traffic, if any."""
@@ -136,7 +194,13 @@ class Sandbox:
                 }
                 for env in self.environments
             ],
+            "clock_speed": self.clock.speed,
+            "incidents": [
+                {k: v for k, v in incident.items() if not k.endswith("_ids")}
+                for incident in self.incidents
+            ],
             "faults": self.faults.as_dict(),
+            "outages": self.outages(),
             "traffic": None
             if traffic is None
             else {
@@ -169,6 +233,16 @@ class Sandbox:
         status = "stopped" if self._stopped else "running"
         names = ", ".join(self.api_keys)
         return f"<Sandbox {self.url} {status}, environments: {names}>"
+
+
+def _outage(plan: IncidentPlan) -> dict[str, Any]:
+    return {
+        "provider_id": plan.provider_id,
+        "channel": plan.channel,
+        "failure_rate": plan.failure_rate,
+        "error_code": plan.failure.code,
+        "start": iso(plan.start),
+    }
 
 
 def _name(env: dict[str, Any]) -> str:

@@ -12,10 +12,12 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
 
 from toolkit.sandbox.clock import iso, parse_instant
 from toolkit.sandbox.routes_base import (
     ApiError,
+    ParametersRoute,
     Service,
     Tenant,
     error_responses,
@@ -41,6 +43,13 @@ def window(tenant: Tenant, now: datetime, after: str | None, before: str | None)
     earliest = now - timedelta(days=days)
     start = earliest if after is None else _instant("after", after)
     end = now if before is None else _instant("before", before)
+    if after is None and end < earliest - RETENTION_GRACE:  # "start > end" would blame 'after'
+        raise ApiError(
+            402,
+            "Requested date range exceeds your plan's retention period. The"
+            f" {tenant.plan} plan keeps {days} day(s) of activity: 'before' must not be earlier"
+            f" than {iso(earliest)}.",
+        )
     if start > end:
         raise ApiError(400, "The 'after' parameter must not be later than the 'before' parameter.")
     if start < earliest - RETENTION_GRACE:
@@ -164,36 +173,39 @@ def _page(docs: list[str], limit: int, page: int) -> str:
     return f'{{"hasMore":{more},"data":[{",".join(docs)}],"pageSize":{limit},"page":{page}}}'
 
 
+class FeedParameters(BaseModel):
+    """The feed's query parameters (one model: `ParametersRoute` validates them in one call)."""
+
+    channels: list[NotificationChannel] = None
+    templates: list[str] = None
+    emails: list[str] = None
+    search: str = Field(None, deprecated=True)
+    subscriberIds: list[str] = None
+    severity: list[Severity] = None
+    page: int = Field(0, ge=0)
+    limit: int = Field(10, ge=1, le=50)
+    transactionId: str = None
+    topicKey: str = None
+    after: str = Field(None, json_schema_extra=DATE_TIME)
+    before: str = Field(None, json_schema_extra=DATE_TIME)
+
+
 def register(router: APIRouter, service: Service) -> None:
     """Add the activity feed to ``router``."""
     TenantDep = Annotated[Tenant, Depends(service.tenant)]
 
-    @router.get(
-        "/v1/notifications",
-        operation_id="listNotifications",
-        summary="List all events",
-        response_model=ActivityPage,
-        responses=error_responses(402),
-    )
-    def list_notifications(
-        tenant: TenantDep,
-        channels: Annotated[list[NotificationChannel], Query()] = None,
-        templates: Annotated[list[str], Query()] = None,
-        emails: Annotated[list[str], Query()] = None,
-        search: Annotated[str, Query(deprecated=True)] = None,
-        subscriberIds: Annotated[list[str], Query()] = None,
-        severity: Annotated[list[Severity], Query()] = None,
-        page: Annotated[int, Query(ge=0)] = 0,
-        limit: Annotated[int, Query(ge=1, le=50)] = 10,
-        transactionId: str = None,
-        topicKey: str = None,
-        after: Annotated[str, Query(json_schema_extra=DATE_TIME)] = None,
-        before: Annotated[str, Query(json_schema_extra=DATE_TIME)] = None,
+    async def list_notifications(  # async: SQLite reads are fast, no thread hop
+        tenant: TenantDep, query: Annotated[FeedParameters, Query()]
     ):
+        given = vars(query)  # not query.search: reading a deprecated field warns
+        channels, templates, emails = given["channels"], given["templates"], given["emails"]
+        search, subscriberIds, severity = given["search"], given["subscriberIds"], given["severity"]
+        page, limit, transactionId = given["page"], given["limit"], given["transactionId"]
+        topicKey, after, before = given["topicKey"], given["after"], given["before"]
         start, end = window(tenant, service.now(), after, before)
-        query = FeedQuery(tenant.environment_id, start, end)
+        feed = FeedQuery(tenant.environment_id, start, end)
         _filter(
-            query,
+            feed,
             tenant.environment_id,
             channels=channels,
             templates=templates,
@@ -208,7 +220,18 @@ def register(router: APIRouter, service: Service) -> None:
                 if not ids:
                     return raw_json_response(_page([], limit, 0))
                 sql, values = _in(ids)
-                query.add(f"subscriber_id {sql}", values, index="notifications_by_subscriber")
+                feed.add(f"subscriber_id {sql}", values, index="notifications_by_subscriber")
             offset = min(page * limit, MAX_OFFSET)
-            docs = [row[0] for row in db.execute(query.sql(), (*query.params, limit, offset))]
+            docs = [row[0] for row in db.execute(feed.sql(), (*feed.params, limit, offset))]
         return raw_json_response(_page(docs, limit, page))
+
+    router.add_api_route(
+        "/v1/notifications",
+        list_notifications,
+        methods=["GET"],
+        operation_id="listNotifications",
+        summary="List all events",
+        response_model=ActivityPage,
+        responses=error_responses(402),
+        route_class_override=ParametersRoute,
+    )

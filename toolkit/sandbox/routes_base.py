@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints
 
-from fastapi import Security
+from fastapi import Request, Security
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
+from pydantic import ValidationError
 
 from toolkit.sandbox.clock import Clock
 from toolkit.sandbox.ids import IdFactory
@@ -90,6 +94,7 @@ class Service:
         self.clock = clock
         self.ids = IdFactory(random.Random())
         self.rng = random.Random()
+        self._tenants: dict[str, Tenant] = {}
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -101,19 +106,55 @@ class Service:
         scheme, _, key = authorization.strip().partition(" ")
         if scheme != "ApiKey":
             raise ApiError(401, f'Invalid authentication scheme: "{scheme}"')
-        with self.store.read() as db:
-            row = db.execute(
-                "SELECT e.id, e.organization_id, o.plan FROM environments e"
-                " JOIN organizations o ON o.id = e.organization_id WHERE e.api_key = ?",
-                (key.strip(),),
-            ).fetchone()
-        if row is None:
-            raise ApiError(401, "API Key not found")
-        return Tenant(*row)
+        tenant = self._tenants.get(key.strip())
+        if tenant is None:
+            with self.store.read() as db:
+                row = db.execute(
+                    "SELECT e.id, e.organization_id, o.plan FROM environments e"
+                    " JOIN organizations o ON o.id = e.organization_id WHERE e.api_key = ?",
+                    (key.strip(),),
+                ).fetchone()
+            if row is None:
+                raise ApiError(401, "API Key not found")
+            tenant = self._tenants[key.strip()] = Tenant(*row)  # keys never change
+        return tenant
 
-    def tenant(self, authorization: str | None = Security(api_key_header)) -> Tenant:
-        """FastAPI dependency: the caller's tenant."""
+    async def tenant(self, authorization: str | None = Security(api_key_header)) -> Tenant:
+        """FastAPI dependency: the caller's tenant (async: no thread hop)."""
         return self.authenticate(authorization)
+
+
+class ParametersRoute(APIRoute):
+    """A read route whose endpoint is ``async (tenant, query)``, ``query`` one pydantic model of
+    the query parameters: the request is served without FastAPI's dependency solving (the
+    tenant looked up directly, the model validated in one call, errors raised as FastAPI
+    would), which halves the CPU of a feed page. FastAPI still documents it from the signature.
+    """
+
+    def get_route_handler(self) -> Callable:
+        endpoint = self.endpoint
+        model = get_args(get_type_hints(endpoint, include_extras=True)["query"])[0]
+        lists = {n for n, f in model.model_fields.items() if get_origin(f.annotation) is list}
+
+        async def handle(request: Request) -> Response:
+            service: Service = request.app.state.service
+            tenant = service.authenticate(request.headers.get("authorization"))
+            params = request.query_params
+            given = {
+                name: params.getlist(name) if name in lists else params[name]
+                for name in model.model_fields
+                if name in params
+            }
+            try:
+                query = model.model_validate(given)
+            except ValidationError as exc:
+                errors = exc.errors(include_url=False)
+                raise RequestValidationError(
+                    [{**error, "loc": ("query", *error["loc"])} for error in errors]
+                ) from None
+            return await endpoint(tenant, query)
+
+        return handle
 
 
 def dumps(value: Any) -> str:

@@ -240,7 +240,8 @@ def _subscription_doc(row: sqlite3.Row) -> dict[str, Any]:
              "createdAt": row["t_created_at"], "updatedAt": row["t_updated_at"]}  # fmt: skip
     if topic["name"] is None:
         del topic["name"]
-    return {"_id": row["id"], "createdAt": row["created_at"], "topic": topic,
+    return {"_id": row["id"], "identifier": f"tk={row['t_key']}:si={row['b_subscriber_id']}",
+            "contextKeys": [], "createdAt": row["created_at"], "topic": topic,
             "subscriber": subscriber}  # fmt: skip
 
 

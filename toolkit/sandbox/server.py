@@ -8,21 +8,27 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sqlite3
 import threading
 import time
 import urllib.request
+from contextlib import closing
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from toolkit.sandbox.admin import admin_app
-from toolkit.sandbox.app import create_app
-from toolkit.sandbox.cache import seed_store
+from toolkit.sandbox.app import BodyLimit, create_app
+from toolkit.sandbox.cache import SNAPSHOT_UP_TO, seeded_image
 from toolkit.sandbox.clock import Clock
 from toolkit.sandbox.faults import ADMIN_PREFIX, DroppingH11Protocol, FaultMiddleware
 from toolkit.sandbox.handle import Sandbox
+from toolkit.sandbox.seed import populate
+from toolkit.sandbox.seed.incidents import specs_of
 from toolkit.sandbox.store import Store
 
 __all__ = ["Sandbox", "start"]
@@ -42,7 +48,7 @@ def _serve(sandbox: Sandbox, host: str, port: int, log_level: str) -> None:
         return row[0] if row else None
 
     service = FaultMiddleware(
-        create_app(store, sandbox.clock), sandbox.faults, sandbox.clock, environment_of
+        BodyLimit(create_app(store, sandbox.clock)), sandbox.faults, sandbox.clock, environment_of
     )
     admin = admin_app(sandbox)
 
@@ -78,6 +84,27 @@ def _serve(sandbox: Sandbox, host: str, port: int, log_level: str) -> None:
         pass
 
 
+def _open(db: str | os.PathLike | None) -> Store:
+    """The store: in memory, or the file ``db`` (ValueError when it cannot be one), with the
+    idempotency claims of a killed previous process released."""
+    if db is None:
+        return Store(":memory:")
+    path = Path(db)
+    if not path.parent.is_dir():
+        raise ValueError(f"db: the folder {str(path.parent)!r} does not exist")
+    if path.is_file() and path.stat().st_size:
+        try:
+            with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as probe:
+                probe.execute("SELECT value FROM meta WHERE key = 'tenancy'").fetchone()
+        except sqlite3.DatabaseError:
+            raise ValueError(f"db: {str(path)!r} is not a sandbox database") from None
+    elif path.exists() and not path.is_file():
+        raise ValueError(f"db: {str(path)!r} is not a file")
+    store = Store(path)
+    store.release_claims()
+    return store
+
+
 def _tenancy(store: Store) -> dict[str, Any]:
     return {
         "environments": json.loads(store.get_meta("tenancy"))["environments"],
@@ -96,6 +123,8 @@ def start(
     traffic_rate: float = 0.0,
     rate_limit: bool = False,
     log_level: str = "warning",
+    incidents: str | list = "default",
+    clock_speed: float = 1.0,
 ) -> Sandbox:
     """Start a sandbox service on ``host:port`` and return its handle once it answers.
 
@@ -103,18 +132,22 @@ def start(
     ----------
     seed : int
         Seed of the data (and of the fault draws); the data are a function of
-        ``(seed, now, notifications, subscribers)``.
+        ``(seed, now, notifications, subscribers, incidents)``.
     port : int
         TCP port; 0 picks a free one (read ``Sandbox.url``).
     host : str
         Interface to bind; keep the default loopback unless you mean to share it.
     db : path, optional
         SQLite file. A new file is seeded; an existing one is reused as it is (data, API keys
-        and all: ``seed`` and the sizes are then ignored). Default: in memory.
+        and all: ``seed`` and the sizes are then ignored), its idempotency keys claimed by
+        requests that were running when a previous process was killed released. Default: in
+        memory. A missing folder or a file that is not a sandbox database: ValueError.
     now : str or datetime, optional
-        The instant the service's clock starts at (ISO 8601). Default: the real now. Given
-        explicitly, the seeded in-memory database is cached in the temp directory, so that the
-        next start with the same inputs is fast.
+        The instant the service's clock starts at (ISO 8601). Default: the real now. In memory
+        (up to `cache.SNAPSHOT_UP_TO` notifications) the data are those seeded at
+        `cache.ANCHOR` shifted to ``now``, cached in the temp directory, so every start after
+        the first with the same seed, sizes and incidents is fast. A new ``db`` file is
+        seeded at ``now`` directly.
     notifications, subscribers : int
         Sizes of the seeded data set of the default environment.
     traffic_rate : float
@@ -123,18 +156,42 @@ def start(
         Turn the service's rate limiter on (`Faults.rate_limit`).
     log_level : str
         uvicorn's log level.
+    incidents : "default", "none" or list
+        What the seeded data of the default environment contain: the three default incidents
+        (an SMS provider outage, an email domain's bounces, stale push tokens), nothing but
+        random low background failures, or these incident specs (dicts or `IncidentSpec`, see
+        `toolkit.sandbox.seed.incidents`). Described in `Sandbox.incidents`.
+    clock_speed : float
+        The sandbox clock runs this many times faster than real time (the seeded data end at
+        ``now`` either way). Live traffic's rate is per sandbox second, so that the feed looks
+        the same at any speed: ``traffic_rate=10, clock_speed=10`` inserts 100 notifications per
+        real second.
 
     Returns
     -------
     Sandbox
         Use it as a context manager, or call ``stop()``.
     """
-    clock = Clock(now)
-    store = Store(db or ":memory:")
+    clock = Clock(now, clock_speed)
+    specs_of(incidents)  # invalid specs raise before anything starts
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        raise ValueError(f"host: cannot serve on {host!r} port {port!r}: {exc}") from None
+    store = _open(db)
     try:
         if store.get_meta("tenancy") is None:
-            cache = db is None and now is not None
-            seed_store(store, clock, seed, notifications, subscribers, cache)
+            if db is None and notifications <= SNAPSHOT_UP_TO:
+                store.load(seeded_image(seed, clock.start, notifications, subscribers, incidents))
+            else:  # a new database file, or a large data set: seeded at the clock directly
+                populate(
+                    store,
+                    seed=seed,
+                    now=clock.start,
+                    notifications=notifications,
+                    subscribers=subscribers,
+                    incidents=incidents,
+                )
         seed = int(store.get_meta("seed") or seed)  # a reused database keeps its own seed
         sandbox = Sandbox(store, clock, _tenancy(store), seed)
     except BaseException:

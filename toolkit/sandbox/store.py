@@ -172,12 +172,14 @@ class Store:
     never leaves a partial write.
     """
 
-    def __init__(self, path: str | Path = ":memory:"):
+    def __init__(self, path: str | Path = ":memory:", page_size: int | None = None):
         self.path = str(path)
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         with self._lock:
+            if page_size is not None:  # only takes effect on a new database
+                self._conn.execute(f"PRAGMA page_size = {int(page_size)}")
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -199,6 +201,17 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def load(self, image: bytes) -> None:
+        """Replace an in-memory database by a SQLite file image (``Connection.serialize``)."""
+        with self._lock:
+            self._conn.deserialize(image)
+
+    def release_claims(self) -> int:
+        """Free the idempotency keys of requests that were running when a previous process
+        stopped (killed mid-write): their retries run again instead of answering 409."""
+        with self.write() as db:
+            return db.execute("DELETE FROM idempotency WHERE state = 'running'").rowcount
 
     def get_meta(self, key: str) -> str | None:
         with self.read() as db:

@@ -15,6 +15,7 @@ import itertools
 import random
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,9 +66,12 @@ class LiveTraffic:
     environment_id : str
         The environment that receives the traffic.
     rate : float
-        Notifications per second (a topic trigger's fan-out counts each notification).
+        Notifications per second of the sandbox's clock (a topic trigger's fan-out counts each
+        notification): at a clock speed of 10, ``rate=5`` inserts 50 per real second.
     seed : int
         Seeds the choices of workflows, subscribers and outcomes.
+    live : callable, optional
+        Returns the live incidents (outages) that new notifications meet.
 
     Attributes
     ----------
@@ -75,12 +79,21 @@ class LiveTraffic:
         Notifications inserted so far.
     """
 
-    def __init__(self, store: Store, clock: Clock, environment_id: str, rate: float, seed: int = 0):
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environment_id: str,
+        rate: float,
+        seed: int = 0,
+        live: Callable[[], list[seeding.IncidentPlan]] | None = None,
+    ):
         if rate <= 0:
             raise ValueError(f"rate must be positive, got {rate}")
         self.store, self.clock = store, clock
         self.environment_id, self.rate, self.seed = environment_id, float(rate), seed
         self.count = 0
+        self.live = live
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -98,6 +111,7 @@ class LiveTraffic:
             catalog,
             random.Random(f"{self.seed}:traffic:{self.environment_id}"),
             IdFactory(random.Random(f"{self.seed}:traffic-ids:{started}")),
+            live=self.live,
         )
         self._stop.clear()
         self._thread = threading.Thread(
@@ -117,9 +131,9 @@ class LiveTraffic:
         return f"<LiveTraffic {self.environment_id} {self.rate}/s {state}, {self.count} inserted>"
 
     def _run(self, feed: _Feed) -> None:
-        """Trigger on schedule (``rate`` notifications per second); one transaction each."""
-        origin, paced = time.monotonic(), 0
-        while not self._stop.wait(max(0.0, origin + paced / self.rate - time.monotonic())):
+        """Trigger on schedule (``rate`` per sandbox second); one transaction each."""
+        origin, paced, real_rate = time.monotonic(), 0, self.rate * self.clock.speed
+        while not self._stop.wait(max(0.0, origin + paced / real_rate - time.monotonic())):
             now = self.clock.now()
             stories, changed = feed.tick(now)
             if not stories and not changed:

@@ -328,6 +328,10 @@ class SubscriberSummary(_Doc):
 
 class TopicSubscription(_Doc):
     id: str = Field(alias="_id")
+    identifier: str = Field(
+        description="The subscription's key: `tk=<topic key>:si=<subscriberId>`."
+    )
+    contextKeys: list[str] = Field(description="Context keys of the subscription (often empty).")
     createdAt: str
     topic: Topic
     subscriber: SubscriberSummary

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.client import _strings, _text
+from toolkit._checks import strings as _strings
+from toolkit._checks import text as _text
 from toolkit.errors import ParameterError
 from toolkit.vocab import NOTIFICATION_CHANNELS, SEVERITIES
 

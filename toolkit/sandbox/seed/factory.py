@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import random
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,7 +13,8 @@ from toolkit.sandbox.clock import iso
 from toolkit.sandbox.ids import IdFactory
 from toolkit.sandbox.seed.catalog import Catalog, Workflow
 from toolkit.sandbox.seed.data import PUSH_PROVIDER_IDS
-from toolkit.sandbox.seed.incidents import ADDRESS, FAILURE_RATE, FAILURES, Failure, IncidentPlan
+from toolkit.sandbox.seed.failures import FAILURE_RATE, FAILURES, Failure
+from toolkit.sandbox.seed.incidents import ADDRESS, FAILING, ROUTED_SHARE, IncidentPlan
 from toolkit.sandbox.seed.story import Event, Job, Story
 from toolkit.sandbox.store import CHANNEL_BITS
 
@@ -36,6 +37,8 @@ RETRY_BACKOFF = (60, 300)
 MAX_DIGEST_EVENTS = 25
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "weeks": 604800}
 DELIVERED_RAW = {"email": '{"event": "delivered"}', "sms": '{"MessageStatus": "delivered"}'}
+#: Draws of a trigger before giving up when volume drops silence them.
+REDRAWS = 50
 MISSING_ADDRESS = {
     "email": "Subscriber does not have an email address",
     "sms": "Subscriber does not have a phone number",
@@ -56,12 +59,14 @@ class NotificationFactory:
     ids : IdFactory
         Makes the ids of notifications, jobs and execution details.
     incidents : list of IncidentPlan, optional
-        Planted incidents; their failures are recorded in ``hits``.
+        Planted incidents; the deliveries they fail, slow or suppress are recorded in ``hits``.
+    live : callable, optional
+        Returns the incidents started while the factory runs (live outages), read at each send.
 
     Attributes
     ----------
     hits : dict
-        Incident name -> list of ``(failed at, notification _id, subscriberId)``.
+        Incident name -> list of ``(at, notification _id or None, subscriberId)``.
     """
 
     def __init__(
@@ -70,10 +75,21 @@ class NotificationFactory:
         rng: random.Random,
         ids: IdFactory,
         incidents: Iterable[IncidentPlan] = (),
+        live: Callable[[], list[IncidentPlan]] | None = None,
     ):
         self.catalog, self.rng, self.ids = catalog, rng, ids
-        self.incidents = list(incidents)
-        self.hits: dict[str, list[tuple[datetime, str, str]]] = {p.name: [] for p in self.incidents}
+        self.incidents, self.live = list(incidents), live
+        self.hits: dict[str, list[tuple[datetime, str | None, str]]] = {
+            p.name: [] for p in self.incidents
+        }
+        self._routes = {  # an email/SMS provider named by an incident gets a share of its channel
+            p.channel: p.provider_id
+            for p in self.incidents
+            if p.channel in ("email", "sms")
+            and p.provider_id not in (None, catalog.providers.get(p.channel))
+        }
+        self._silent = [p for p in self.incidents if p.kind == "volume_drop"]
+        self._slow = [p for p in self.incidents if p.kind == "latency_degradation"]
         activity = [min(rng.paretovariate(1.2), 40.0) for _ in catalog.subscribers]
         self._audiences = {None: self._cumulative(range(len(activity)), activity)}
         chat = [i for i, s in enumerate(catalog.subscribers) if s["chat"]]
@@ -82,7 +98,7 @@ class NotificationFactory:
             range(len(catalog.workflows)), [flow.spec.weight for flow in catalog.workflows]
         )
         self._digests: dict[tuple[str, str], tuple[Story, Job]] = {}
-        self._targets: dict[str, list[dict[str, Any]]] = {}  # incident name -> subscribers
+        self._people: dict[str, list[dict[str, Any]]] = {}  # incident name -> subscribers
 
     @staticmethod
     def _cumulative(items: Iterable[int], weights: list[float]) -> tuple[list[int], list[float]]:
@@ -101,10 +117,42 @@ class NotificationFactory:
         """
         if not self.catalog.workflows or not self.catalog.subscribers:
             return []
-        workflow = self.catalog.workflows[self._pick(*self._workflows)]
-        if workflow.spec.topics:
-            return self._broadcast(when, workflow, limit)
-        return [self.build(when, self._subscriber(workflow.spec.audience), workflow)]
+        silent = [p for p in self._silent if p.start <= when < p.end]
+        for _ in range(REDRAWS):  # a trigger that a volume drop silences is drawn again
+            workflow = self.catalog.workflows[self._pick(*self._workflows)]
+            if workflow.spec.topics:
+                stories = self._broadcast(when, workflow, limit, silent)
+                if stories:
+                    return stories
+                continue
+            subscriber = self._subscriber(workflow.spec.audience)
+            if not self._silenced(silent, when, workflow, subscriber):
+                return [self.build(when, subscriber, workflow)]
+        return []
+
+    def _silenced(
+        self, plans: list[IncidentPlan], when: datetime, workflow: Workflow, subscriber: dict
+    ) -> bool:
+        """Whether a volume drop suppresses this notification (recorded as its hit)."""
+        for plan in plans:
+            for channel in workflow.channels:
+                provider = self._provider(channel, subscriber)
+                if self._reachable(channel, subscriber) and plan.matches(
+                    channel, provider, subscriber
+                ):
+                    self._hit(plan, when, None, subscriber)
+                    return True
+        return False
+
+    def _hit(self, plan: IncidentPlan, at: datetime, story_id: str | None, subscriber: dict):
+        self.hits.setdefault(plan.name, []).append((at, story_id, subscriber["subscriberId"]))
+
+    def _targets(self, plan: IncidentPlan, subscriber: dict[str, Any]) -> bool:
+        """Whether deliveries to ``subscriber`` on the incident's channel would meet it."""
+        provider = self._provider(plan.channel, subscriber)
+        return self._reachable(plan.channel, subscriber) and plan.matches(
+            plan.channel, provider, subscriber
+        )
 
     def planted(self, when: datetime, plan: IncidentPlan) -> list[Story]:
         """A notification bound to meet ``plan``: a subscriber it targets, a workflow that
@@ -116,10 +164,10 @@ class NotificationFactory:
             and "digest" not in flow.channels
             and not flow.spec.topics
         ]
-        if plan.name not in self._targets:
+        if plan.name not in self._people:
             subscribers = self.catalog.subscribers
-            self._targets[plan.name] = [person for person in subscribers if plan.targets(person)]
-        people = self._targets[plan.name]
+            self._people[plan.name] = [s for s in subscribers if self._targets(plan, s)]
+        people = self._people[plan.name]
         if not flows or not people:
             return self.trigger(when)
         flow = self.rng.choices(flows, [flow.spec.weight for flow in flows])[0]
@@ -136,7 +184,9 @@ class NotificationFactory:
         index = bisect.bisect_right(cumulative, self.rng.random() * cumulative[-1])
         return items[min(index, len(items) - 1)]
 
-    def _broadcast(self, when: datetime, workflow: Workflow, limit: int | None) -> list[Story]:
+    def _broadcast(
+        self, when: datetime, workflow: Workflow, limit: int | None, silent: list[IncidentPlan]
+    ) -> list[Story]:
         topics = [key for key in workflow.spec.topics if self.catalog.topics.get(key, ("", []))[1]]
         if not topics:
             return [self.build(when, self._subscriber(None), workflow)]
@@ -144,15 +194,11 @@ class NotificationFactory:
         topic_id, members = self.catalog.topics[key]
         size = min(self.rng.randint(3, 12), len(members), limit or len(members))
         transaction_id = self._transaction_id()
+        people = [self.catalog.subscribers[index] for index in self.rng.sample(members, size)]
         return [
-            self.build(
-                when,
-                self.catalog.subscribers[index],
-                workflow,
-                topic=(topic_id, key),
-                transaction_id=transaction_id,
-            )
-            for index in self.rng.sample(members, size)
+            self.build(when, person, workflow, topic=(topic_id, key), transaction_id=transaction_id)
+            for person in people
+            if not silent or not self._silenced(silent, when, workflow, person)
         ]
 
     def _transaction_id(self) -> str:
@@ -238,6 +284,9 @@ class NotificationFactory:
             at += _seconds(self.rng, 0.02, 0.3)
 
     def _provider(self, channel: str, subscriber: dict[str, Any]) -> str:
+        routed = self._routes.get(channel)
+        if routed and int(subscriber["id"][-6:], 16) % 100 < ROUTED_SHARE * 100:
+            return routed
         if channel in ("chat", "push"):
             return subscriber[channel] or self.catalog.providers.get(channel, "svc")
         return self.catalog.providers.get(channel, "svc")
@@ -344,8 +393,14 @@ class NotificationFactory:
                 self._event(at, "Warning", MISSING_ADDRESS[channel], "Payload", provider, "skipped")
             )
             return at
-        at += _seconds(self.rng, *SEND_LATENCY[channel])
-        failure = self._failure(channel, provider, at, story, subscriber)
+        latency = _seconds(self.rng, *SEND_LATENCY[channel])
+        for plan in self._slow:
+            if plan.applies(channel, provider, at, subscriber):
+                latency = latency * plan.factor + timedelta(seconds=plan.delay)
+                self._hit(plan, at, story.id, subscriber)
+        at += latency
+        drawn: dict[str, bool] = {}  # incident name -> whether this job is among its failures
+        failure = self._failure(channel, provider, at, story, subscriber, drawn)
         attempt = 0
         while failure is not None and not failure.after_send:
             retrying = failure.transient and attempt < len(RETRY_BACKOFF)
@@ -366,7 +421,7 @@ class NotificationFactory:
                 return at
             at += timedelta(seconds=RETRY_BACKOFF[attempt] * self.rng.uniform(0.9, 1.3))
             attempt += 1
-            failure = self._failure(channel, provider, at, story, subscriber)
+            failure = self._failure(channel, provider, at, story, subscriber, drawn)
         events.append(
             self._event(
                 at,
@@ -402,11 +457,18 @@ class NotificationFactory:
         at: datetime,
         story: Story,
         subscriber: dict[str, Any],
+        drawn: dict[str, bool],
     ) -> Failure | None:
         """The failure this attempt meets: a planted incident's, else maybe a background one."""
-        for plan in self.incidents:
-            if plan.applies(provider, at, subscriber):
-                self.hits[plan.name].append((at, story.id, subscriber["subscriberId"]))
+        plans = self.incidents + self.live() if self.live else self.incidents
+        for plan in plans:
+            if plan.kind in FAILING and plan.applies(channel, provider, at, subscriber):
+                if plan.failure_rate < 1:
+                    if plan.name not in drawn:
+                        drawn[plan.name] = self.rng.random() < plan.failure_rate
+                    if not drawn[plan.name]:
+                        continue
+                self._hit(plan, at, story.id, subscriber)
                 return plan.failure
         failures = FAILURES.get(provider)
         if failures and self.rng.random() < FAILURE_RATE.get(channel, 0.0):

@@ -11,7 +11,14 @@ from toolkit.sandbox.ids import IdFactory
 from toolkit.sandbox.seed.catalog import Catalog
 from toolkit.sandbox.seed.data import ACTIVITY_DAYS, CHUNK, SMALL_SHARE, rng_for, to_json
 from toolkit.sandbox.seed.factory import NotificationFactory
-from toolkit.sandbox.seed.incidents import IncidentPlan, plan_incidents
+from toolkit.sandbox.seed.incidents import (
+    IncidentPlan,
+    IncidentSpec,
+    describe,
+    plan_incidents,
+    plan_specs,
+    specs_of,
+)
 from toolkit.sandbox.seed.story import INSERT_NOTIFICATION, INSERT_NOTIFICATION_TOPIC, Story
 from toolkit.sandbox.seed.tenancy import (
     insert_tenancy,
@@ -94,7 +101,10 @@ def _slots(
     per_plan = count // 1000 + 3 if count >= 100 else 0
     planted = []
     for plan in plans:
-        span = (min(plan.end, now) - plan.start - timedelta(minutes=30)).total_seconds()
+        if plan.kind == "volume_drop":
+            continue
+        window = min(plan.end, now) - plan.start
+        span = (window - min(timedelta(minutes=30), window / 2)).total_seconds()
         planted += [
             (plan.start + timedelta(seconds=rng.random() * span), plan) for _ in range(per_plan)
         ]
@@ -107,34 +117,6 @@ def _insert_stories(db: Any, stories: list[Story], now: datetime) -> None:
     db.executemany(INSERT_NOTIFICATION_TOPIC, [row for s in stories for row in s.topic_rows()])
 
 
-def _describe(
-    plan: IncidentPlan, factory: NotificationFactory, environment_id: str, now: datetime
-) -> dict[str, Any]:
-    """The incident as ``populate`` reports it, with the notifications and subscribers it hit."""
-    hits = [hit for hit in factory.hits[plan.name] if hit[0] <= now]
-    notifications = sorted({notification for _, notification, _ in hits})
-    subscribers = sorted({subscriber for _, _, subscriber in hits})
-    incident = {
-        "name": plan.name,
-        "summary": plan.summary,
-        "environment_id": environment_id,
-        "channel": plan.channel,
-        "provider_id": plan.provider_id,
-        "start": iso(plan.start),
-        "end": iso(plan.end),
-        "error_code": plan.failure.code,
-        "detail": plan.failure.detail,
-        "failures": len(hits),
-        "notifications": len(notifications),
-        "subscribers": len(subscribers),
-        "notification_ids": notifications,
-        "subscriber_ids": subscribers,
-    }
-    if plan.domain is not None:
-        incident["domain"] = plan.domain
-    return incident
-
-
 def _populate_environment(
     db: Any,
     seed: int,
@@ -145,8 +127,10 @@ def _populate_environment(
     notifications: int,
     subscribers: int,
     plant: bool,
+    specs: list[IncidentSpec] | None,
 ) -> list[dict[str, Any]]:
-    """Write one environment's data; return its planted incidents (if ``plant``)."""
+    """Write one environment's data; return its planted incidents (if ``plant``): the default
+    ones when ``specs`` is None, else those of ``specs``."""
     rng = rng_for(seed, "environment", index)
     integrations = integration_rows(rng, ids, env, now)
     workflows = workflow_rows(rng, ids, env, now)
@@ -162,11 +146,15 @@ def _populate_environment(
     ):
         _insert(db, table, rows)
     catalog = Catalog.from_rows(env, people, workflows, topics, subscriptions, integrations)
-    plans = plan_incidents(rng, catalog, now) if plant else []
+    plans: list[IncidentPlan] = []
+    if plant and specs is None:
+        plans = plan_incidents(rng, catalog, now)
+    elif plant:
+        plans = plan_specs(specs, rng_for(seed, "incidents"), catalog, now)
     factory = NotificationFactory(catalog, rng_for(seed, "activity", index), ids, plans)
     days = min(ACTIVITY_DAYS, 3 * RETENTION_DAYS[env["plan"]])
     _write_activity(db, factory, _slots(rng, now, notifications, days, plans), now)
-    return [_describe(plan, factory, env["id"], now) for plan in plans]
+    return [describe(plan, factory.hits[plan.name], env["id"], now) for plan in plans]
 
 
 def populate(
@@ -176,6 +164,7 @@ def populate(
     now: datetime | str,
     notifications: int = 20_000,
     subscribers: int = 2_000,
+    incidents: str | list = "default",
 ) -> dict[str, Any]:
     """Fill an empty store with seeded, realistic data ending at ``now``, in one transaction.
 
@@ -184,13 +173,16 @@ def populate(
     store : Store
         An empty store.
     seed : int
-        Same ``(seed, now, sizes)``, byte-identical rows.
+        Same ``(seed, now, sizes, incidents)``, byte-identical rows.
     now : datetime or str
         The end of the activity (14 days of it; 3 days on the free plan, whose feed keeps 24 h);
         nothing is dated after it.
     notifications, subscribers : int
         Sizes of the default environment (Acme/Development); the other two environments get
         about 5 % of each.
+    incidents : "default", "none" or list
+        What to plant in the default environment: the three default incidents, nothing, or
+        these specs (dicts or `IncidentSpec`; see `toolkit.sandbox.seed.incidents`).
 
     Returns
     -------
@@ -201,22 +193,25 @@ def populate(
         ``seed``, ``now``, ``notifications``, ``subscribers``).
     """
     now = parse_instant(now)
+    specs = specs_of(incidents)
     ids = IdFactory(rng_for(seed, "ids"))
     environments = make_environments(rng_for(seed, "tenancy"), ids, now)
     small = (max(1, round(notifications * SMALL_SHARE)), max(5, round(subscribers * SMALL_SHARE)))
-    incidents: list[dict[str, Any]] = []
+    planted: list[dict[str, Any]] = []
     with store.write() as db:
         insert_tenancy(db, environments)
         for index, env in enumerate(environments):
             sizes = (notifications, subscribers) if index == 0 else small
-            incidents += _populate_environment(db, seed, index, env, ids, now, *sizes, index == 0)
+            planted += _populate_environment(
+                db, seed, index, env, ids, now, *sizes, index == 0, specs
+            )
         meta = {
             "tenancy": to_json({"environments": environments}),
-            "incidents": to_json(incidents),
+            "incidents": to_json(planted),
             "seed": str(seed),
             "now": iso(now),
             "notifications": str(notifications),
             "subscribers": str(subscribers),
         }
         db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
-    return {"environments": environments, "incidents": incidents}
+    return {"environments": environments, "incidents": planted}

@@ -1,0 +1,128 @@
+"""The report's Findings: each incident of `toolkit.find_incidents` as a sentence, its numbers
+and a small chart of its window; or what was checked when there is none."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from toolkit import charts
+from toolkit.errors import ParameterError
+from toolkit.redact import scrub
+from toolkit.report.summary import percent
+from toolkit.timeutil import to_iso
+
+__all__ = ["INCIDENT_COLUMNS", "findings"]
+
+#: The columns of `toolkit.find_incidents` (a contract) that the report shows.
+INCIDENT_COLUMNS = (
+    "kind", "channel", "provider_id", "error_code", "domain", "started_at", "ended_at", "ongoing",
+    "jobs", "failed_jobs", "failure_rate", "baseline_rate", "p_value", "notifications",
+    "subscribers", "workflows", "example_error", "summary",
+)  # fmt: skip
+
+
+def findings(
+    incidents: pd.DataFrame, jobs: pd.DataFrame, figure_html: Callable[[Any, str], str]
+) -> dict[str, Any]:
+    """What the Findings section shows.
+
+    Parameters
+    ----------
+    incidents : DataFrame
+        From `toolkit.find_incidents` (its ``attrs`` say what was checked).
+    jobs : DataFrame
+        ``metrics.delivery_jobs(activity)``, for the charts.
+    figure_html : callable
+        ``figure_html(figure, element_id) -> str``.
+
+    Returns
+    -------
+    dict
+        ``items``: per incident ``id, summary, facts`` (label, text pairs), ``example`` (the
+        provider's error, secrets masked) and ``chart`` (HTML); ``checked``: what was examined.
+    """
+    missing = [c for c in INCIDENT_COLUMNS if c not in getattr(incidents, "columns", ())]
+    if not isinstance(incidents, pd.DataFrame) or missing:
+        raise ParameterError("findings", type(incidents).__name__,
+                             f"a frame from toolkit.find_incidents (missing {missing})")  # fmt: skip
+    items = []
+    for number, row in enumerate(incidents.to_dict("records"), start=1):
+        element_id = f"finding-{number}"
+        example = row["example_error"]
+        items.append(
+            {
+                "id": element_id,
+                "summary": row["summary"],
+                "facts": _facts(row),
+                "example": "" if not _known(example) else _masked(str(example)),
+                "chart": figure_html(charts.incident_window(jobs, row), element_id + "-plot"),
+            }
+        )
+    return {"items": items, "checked": _checked(incidents.attrs)}
+
+
+def _facts(row: dict[str, Any]) -> list[tuple[str, str]]:
+    end = "ongoing at the end of the window" if row["ongoing"] else to_iso(row["ended_at"])
+    where = [f"{name} {row[key]}" for key, name in (("channel", "channel"), ("provider_id",
+             "provider"), ("domain", "domain"), ("error_code", "error code")) if _known(row[key])]  # fmt: skip
+    workflows = row["workflows"]
+    workflows = list(workflows) if isinstance(workflows, list | tuple) else []
+    return [
+        ("kind", row["kind"]),
+        ("where", ", ".join(where) or "all"),
+        ("when", f"{to_iso(row['started_at'])} to {end}"),
+        ("failed jobs", f"{int(row['failed_jobs']):,} of {int(row['jobs']):,} "
+                        f"({percent(_rate(row['failure_rate']))}; baseline "
+                        f"{percent(_rate(row['baseline_rate']))}, p = {row['p_value']:.2g})"),
+        ("impact", f"{int(row['notifications']):,} notifications, "
+                   f"{int(row['subscribers']):,} subscribers"),
+        ("workflows", ", ".join(map(str, workflows)) or "-"),
+    ]  # fmt: skip
+
+
+def _checked(attrs: dict[str, Any]) -> str:
+    """What `find_incidents` examined, from its frame's ``attrs``, in a sentence."""
+    checked = attrs.get("checked") or {}
+    parts = []
+    if "jobs" in checked:
+        parts.append(f"{checked['jobs']:,} delivery jobs")
+    if checked.get("after") is not None and checked.get("before") is not None:
+        parts.append(f"from {to_iso(checked['after'])} to {to_iso(checked['before'])}")
+    if checked.get("freq") is not None:
+        parts.append(f"in buckets of {_duration(pd.Timedelta(checked['freq']))}")
+    if checked.get("kinds"):
+        parts.append("for " + ", ".join(checked["kinds"]))
+    if checked.get("tests"):
+        parts.append(f"({checked['tests']:,} periods tested against their baseline)")
+    sentence = "Checked " + " ".join(parts) + "." if parts else ""
+    reason = attrs.get("reason")
+    return " ".join(text for text in (sentence, f"Result: {reason}." if reason else "") if text)
+
+
+def _masked(text: str) -> str:
+    """The provider's error with every secret field masked (it is usually JSON)."""
+    try:
+        return json.dumps(scrub(json.loads(text)), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def _duration(step: pd.Timedelta) -> str:
+    """``1h`` -> ``"1 h"``, ``15min`` -> ``"15 min"``, ``90s`` -> ``"90 s"``."""
+    seconds = step.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def _known(value: Any) -> bool:
+    return value is not None and not pd.isna(value)
+
+
+def _rate(value: Any) -> float | None:
+    return float(value) if _known(value) else None
