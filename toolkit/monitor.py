@@ -34,7 +34,7 @@ from toolkit.errors import ParameterError
 from toolkit.frames import Activity, activity_frames
 from toolkit.panels import show_figures
 from toolkit.store.filters import check_filters
-from toolkit.store.incremental import persist, read_slices
+from toolkit.store.incremental import persist
 from toolkit.store.state import check_directory
 from toolkit.timeutil import parse_duration, parse_time, to_iso
 
@@ -155,7 +155,7 @@ class Monitor:
                 from toolkit.store import sync
 
                 sync(self.client, self.store, since=start, lag=OVERLAP, progress=False, **self.filters)  # fmt: skip
-            records = read_slices(self.client, start, now, self.filters, workers=self.client.workers)  # fmt: skip
+            records = self.client.list_activity(**self.filters, after=start, before=now, progress=False)  # fmt: skip
             if self.store is not None:
                 persist(self.store, start, now, records)
             fresh = activity_frames(records)

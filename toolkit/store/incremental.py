@@ -7,7 +7,8 @@ A run pins ``before`` (the service's now) at its start, then reads, day by day:
   ``[since, after)`` when ``since`` reaches further back than the store, plus any day of the
   window whose files are missing (deleted to repair them).
 
-Each day is read as time slices small enough that no request pages deep (`read_slices`), merged
+Each day is read as time slices small enough that no request pages deep (`Client.list_activity`
+slices a window: `toolkit.pagination.read_sliced`), merged
 into the day's files (the rows of the day's range replaced: an upsert by id), written aside and
 renamed into place, then recorded in the checkpoint. The watermark moves only once every day is
 written. A run killed at any moment resumes from the checkpoint and ends with the store a clean
@@ -41,11 +42,8 @@ from toolkit.store.state import (
 )
 from toolkit.timeutil import parse_duration, parse_time, resolve_window, to_iso
 
-__all__ = ["SyncResult", "persist", "read_slices", "sync"]
+__all__ = ["SyncResult", "persist", "sync"]
 
-#: Records read from one slice's start of the feed before the next slice begins where it ended:
-#: 40 pages of 50, so that no request skips more than 1,950 records.
-SLICE_RECORDS = 2000
 #: Days read at once.
 DAYS_AT_ONCE = 4
 _MS = timedelta(milliseconds=1)
@@ -180,37 +178,6 @@ def sync(
     )
 
 
-def read_slices(
-    client: Any, start: datetime, end: datetime, filters: dict[str, Any], *, workers: int
-) -> list[dict[str, Any]]:
-    """The records of ``[start, end]`` in feed order, read as slices that never page deep.
-
-    The feed is newest first: each slice reads up to `SLICE_RECORDS` records from its top; the
-    next slice ends at the oldest record read (inclusive, duplicates at the edge dropped by id).
-    """
-    records: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    upper = end
-    while True:
-        chunk = client.list_activity(
-            **filters, after=start, before=upper, limit=SLICE_RECORDS, workers=workers,
-            progress=False,
-        )  # fmt: skip
-        for record in chunk:
-            if record.get("_id") not in seen:
-                seen.add(record.get("_id"))
-                records.append(record)
-        if len(chunk) < SLICE_RECORDS:
-            return records
-        oldest = parse_time(chunk[-1]["createdAt"], name="createdAt")
-        if oldest >= upper:  # one instant holds a whole slice: page through it
-            rest = client.list_activity(**filters, after=start, before=upper, workers=workers,
-                                        progress=False)  # fmt: skip
-            records.extend(r for r in rest if r.get("_id") not in seen)
-            return records
-        upper = oldest
-
-
 # -- a run -------------------------------------------------------------------------------------
 
 
@@ -319,7 +286,9 @@ def _in_turn(pool, days, client, checkpoint, filters, workers) -> Iterator[tuple
         while queue and len(pending) < 2 * DAYS_AT_ONCE:
             day = queue.pop(0)
             low, high = (parse_time(t) for t in checkpoint.days[day])
-            pending[pool.submit(read_slices, client, low, high, filters, workers=workers)] = day
+            read = pool.submit(client.list_activity, **filters, after=low, before=high,
+                               workers=workers, progress=False)  # fmt: skip
+            pending[read] = day
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             yield pending.pop(future), future.result()
