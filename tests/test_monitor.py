@@ -1,13 +1,19 @@
-"""Monitor against a real sandbox with live traffic: only new notifications, never twice."""
+"""Monitor against a real sandbox with live traffic: its frames equal a direct read of its window
+(statuses included), its window is bounded, it persists into a store, and it never sleeps in
+real time in these tests (clock and sleep are injected)."""
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 
+import pandas as pd
 import pytest
 
+import toolkit
 from toolkit.client import connect
-from toolkit.errors import ParameterError
+from toolkit.errors import ParameterError, ServerError
 from toolkit.monitor import Monitor
 from toolkit.read import read_activity
 
@@ -22,83 +28,168 @@ def live():
         yield sandbox, connect(sandbox=sandbox, progress=False)
 
 
-def _ids(monitor):
-    return list(monitor.activity.notifications["notification_id"])
+class FakeTime:
+    """A clock that only moves when slept on."""
+
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
 
 
-def _traffic(sandbox, seconds=1.5, rate=40.0):
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _direct(client, monitor):
+    start, end = monitor.window
+    return read_activity(client, after=start, before=end, progress=False)
+
+
+def _equal(got, expected):
+    for name, mine, theirs in zip(got._fields, got, expected, strict=True):
+        pd.testing.assert_frame_equal(mine, theirs, obj=name)
+
+
+def _traffic_until(sandbox, client, count, rate=40.0):
+    """Live traffic until ``count`` notifications newer than now exist (a condition, not a
+    duration)."""
+    since = client.now()
     sandbox.start_traffic(rate=rate)
     try:
-        time.sleep(seconds)
+        wait_for(lambda: len(client.list_activity(after=since, progress=False)) >= count)
     finally:
         sandbox.stop_traffic()
 
 
-def _consistent(activity):
-    assert set(activity.jobs["notification_id"]) <= set(activity.notifications["notification_id"])
-    assert set(activity.execution_details["job_id"]) <= set(activity.jobs["job_id"])
-
-
-def test_poll_once_picks_up_only_new_notifications(live):
+def test_filters_are_checked_when_built(live):
     sandbox, client = live
-    monitor = Monitor(client, interval=0.2, since="6h")
-    first = monitor.poll_once()
-    seeded = set(_ids(monitor))
-    assert len(first.notifications) == len(seeded) > 0
-    assert len(monitor.plots.outputs) == 2  # the default charts were drawn
+    before = sandbox.faults.stats["requests"]
+    for filters, name in (
+        ({"chanels": ["sms"]}, "chanels"),
+        ({"channels": "fax"}, "channels"),
+        ({"limit": 5}, "limit"),
+        ({"keep": "a day"}, "keep"),
+        ({"sleep": 3}, "sleep"),
+        ({"webhook_url": "ftp://hooks.example/T000/secret"}, "webhook_url"),
+    ):
+        with pytest.raises(ParameterError) as raised:
+            Monitor(client, **filters)
+        assert raised.value.name == name
+    assert "secret" not in str(raised.value)
+    with pytest.raises(ParameterError):
+        Monitor(client, interval=0)
+    assert sandbox.faults.stats["requests"] == before  # refused before any request
 
-    _traffic(sandbox)
-    second = monitor.poll_once()
-    new = set(second.notifications["notification_id"])
-    assert new and not new & seeded
-    ids = _ids(monitor)
-    assert len(ids) == len(set(ids)) == len(seeded) + len(new)
-    # everything the service holds since the monitor's start, nothing more
-    start = monitor.since
-    assert set(ids) == set(
-        read_activity(client, after=start, progress=False).notifications["notification_id"]
+
+def test_frames_equal_a_direct_read_statuses_included(live):
+    sandbox, client = live
+    monitor = Monitor(client, since="2m", charts=None)
+    first = monitor.poll_once()
+    assert len(monitor.plots.outputs) == 2  # the default charts were drawn
+    _equal(monitor.activity, _direct(client, monitor))
+    seen = set(first.notifications["notification_id"])
+
+    sandbox.start_traffic(rate=40.0)
+    try:
+        differing = []
+        for _ in range(3):
+            held = len(monitor.activity.notifications)
+            wait_for(lambda: len(client.list_activity(after=monitor.window[1])) >= 20)
+            new = monitor.poll_once()
+            assert len(monitor.activity.notifications) == held + len(new.notifications)
+            assert not set(new.notifications["notification_id"]) & seen
+            seen |= set(new.notifications["notification_id"])
+            # under live traffic: equal within the race of one poll
+            direct = _direct(client, monitor).notifications.set_index("notification_id")
+            mine = monitor.activity.notifications.set_index("notification_id")
+            assert mine.index.equals(direct.index)
+            differing.append((mine["status"] != direct["status"]).mean())
+        assert max(differing) < 0.5
+    finally:
+        sandbox.stop_traffic()
+    assert (monitor.activity.notifications["status"] == "pending").any()
+    last = monitor.poll_once()  # the traffic has stopped: all it holds is read again as it is
+    _equal(monitor.activity, _direct(client, monitor))
+    ids = monitor.activity.notifications["notification_id"]
+    assert ids.is_unique and len(ids) == len(seen) + len(last.notifications)
+
+
+def test_window_is_bounded_by_keep(live):
+    _, client = live
+    monitor = Monitor(client, since="6h", keep="1h", charts=[])
+    monitor.poll_once()
+    start, end = monitor.window
+    assert end - start == pd.Timedelta("1h")
+    assert monitor.activity.notifications["created_at"].min() >= start
+    _equal(monitor.activity, _direct(client, monitor))
+
+
+def test_run_is_bounded_without_real_sleep(live):
+    _, client = live
+    fake = FakeTime()
+    monitor = Monitor(
+        client, interval=10, charts=[], since="1m", clock=fake.clock, sleep=fake.sleep
     )
-    assert monitor.poll_once().notifications.empty  # no traffic: nothing new
-    assert monitor.polls == 3
-    _consistent(monitor.activity)
-    assert str(monitor.activity.notifications["status"].dtype) == "category"
+    monitor.run(duration=60)
+    assert monitor.polls == 7 and fake.slept == [10.0] * 6
+    monitor.run(max_polls=3)
+    assert monitor.polls == 10
+    with pytest.raises(ParameterError):
+        monitor.run()
 
 
 def test_background_polling_with_live_traffic(live):
     sandbox, client = live
-    monitor = Monitor(client, interval=0.1, charts=[], since="1s")
+    ticks: queue.Queue = queue.Queue()
+    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=lambda s: ticks.get())
     monitor.start()
     try:
-        _traffic(sandbox, seconds=2.0)
+        wait_for(lambda: monitor.polls == 1)
+        _traffic_until(sandbox, client, 20)
+        ticks.put("poll")
+        wait_for(lambda: monitor.polls == 2)
     finally:
+        threading.Thread(target=lambda: ticks.put("release"), daemon=True).start()
         monitor.stop()
-    assert monitor.polls >= 5 and monitor.error is None
-    monitor.poll_once()  # catch up after the traffic stopped
-    ids = _ids(monitor)
-    assert len(ids) == len(set(ids)) > 0
-    expected = read_activity(client, after=monitor.since, progress=False)
-    assert set(ids) == set(expected.notifications["notification_id"])
-    _consistent(monitor.activity)
-
-
-def test_run_is_bounded(live):
-    _, client = live
-    monitor = Monitor(client, interval=0.05, charts=[], since="1m")
-    monitor.run(max_polls=3)
-    assert monitor.polls == 3
-    started = time.monotonic()
-    monitor.run(duration=0.3)
-    assert time.monotonic() - started < 2
-    with pytest.raises(ParameterError):
-        monitor.run()
-    with pytest.raises(ParameterError):
-        Monitor(client, interval=0)
+    assert monitor.error is None
+    _equal(monitor.activity, _direct(client, monitor))
+    assert len(monitor.activity.notifications) >= 20
 
 
 def test_poll_errors_are_shown_and_polling_goes_on(live):
-    _, client = live
-    monitor = Monitor(client, interval=0.01, charts=[], since="1m", channels=["fax"])
-    monitor.run(max_polls=2)
-    assert isinstance(monitor.error, ParameterError)
-    assert "ParameterError" in monitor.output.outputs[0]["text"]
-    assert monitor.polls == 0  # no poll succeeded
+    sandbox, _ = live
+    client = connect(sandbox=sandbox, progress=False, max_retries=0)
+    fake = FakeTime()
+    monitor = Monitor(client, charts=[], since="1m", clock=fake.clock, sleep=fake.sleep)
+    sandbox.faults.fail_next(1, status=500)
+    try:
+        monitor.run(max_polls=1)
+        assert isinstance(monitor.error, ServerError) and monitor.polls == 0
+        assert "ServerError" in monitor.output.outputs[0]["text"]
+        monitor.run(max_polls=1)
+        assert monitor.error is None and monitor.polls == 1
+    finally:
+        sandbox.faults.reset()
+
+
+def test_monitor_persists_into_a_store(live, tmp_path):
+    sandbox, client = live
+    path = tmp_path / "store"
+    monitor = Monitor(client, charts=[], since="10m", store=path)
+    monitor.poll_once()
+    _traffic_until(sandbox, client, 15)
+    monitor.poll_once()
+    store = toolkit.open_store(path)
+    assert store.watermark == monitor.window[1]
+    _equal(store.read(after=monitor.window[0]), monitor.activity)
+    with pytest.raises(ParameterError, match="a directory"):
+        Monitor(client, store=path / "state.json")

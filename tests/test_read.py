@@ -191,6 +191,9 @@ def test_read_subscriptions_of_many_subscribers(client, sandbox):
     assert len(expected) > 30
     assert frame["subscription_id"].tolist() == [record["_id"] for record in expected]
     assert frame["subscriber_id"].tolist() == [r["subscriber"]["subscriberId"] for r in expected]
+    assert frame["identifier"].tolist() == [r["identifier"] for r in expected]
+    assert frame["context_keys"].tolist() == [r["contextKeys"] for r in expected]
+    assert frame["identifier"].notna().all()
     key = frame["topic_key"].iloc[0]
     keyed = read_subscriptions(client, ids, key=key, progress=False)
     assert len(keyed) > 0 and (keyed["topic_key"] == key).all()

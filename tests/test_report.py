@@ -23,7 +23,14 @@ from toolkit.errors import ParameterError
 from toolkit.frames import activity_frames
 from toolkit.read import read_activity
 from toolkit.redact import is_secret
-from toolkit.report import CHARTS, COLUMNS, build_report, delivery_report, write_report
+from toolkit.report import (
+    CHARTS,
+    COLUMNS,
+    build_report,
+    delivery_report,
+    report_window,
+    write_report,
+)
 from toolkit.report.cli import main
 from toolkit.schemas import CHANNELS
 from toolkit.timeutil import to_iso
@@ -379,3 +386,21 @@ def test_python_m_toolkit_report(sandbox, tmp_path):
     assert done.stdout.startswith(f"wrote {(tmp_path / 'r.html').resolve()}\n")  # the absolute path
     assert (tmp_path / "r.html").stat().st_size > 1_000_000
     assert sandbox.api_key not in done.stdout + done.stderr
+
+
+def test_a_report_from_a_store_equals_the_report_from_the_service(client, tmp_path):
+    from toolkit.store import open_store, sync
+
+    sync(client, tmp_path / "store", since="15d", lag="0s")  # this week and the one before
+    store = open_store(tmp_path / "store")
+    before = client.now().replace(microsecond=0) - timedelta(hours=1)
+    window = {"since": before - timedelta(days=7), "until": before, "generated_at": GENERATED_AT}
+    from_service = delivery_report(client, out=tmp_path / "service.html", progress=False, **window)
+    source = {"base_url": client.base_url, "environment": client.environment}
+    from_store = report_window(
+        lambda after, before: store.read(after, before, columns=COLUMNS),  # only what it needs
+        now=client.now(), out=tmp_path / "store.html", source=source, **window,
+    )  # fmt: skip
+    assert from_store.previous is not None and len(from_store.findings) == 3
+    html = from_store.path.read_text(encoding="utf-8")
+    assert html == from_service.path.read_text(encoding="utf-8")

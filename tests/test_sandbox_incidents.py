@@ -192,6 +192,13 @@ def test_the_quiet_data_set_has_no_incident_and_low_random_failures():
     store.close()
 
 
+def test_the_state_lists_the_planted_incidents_without_their_ids():
+    with start(seed=5, now=NOW, notifications=300, subscribers=50) as sandbox:
+        listed = requests.get(f"{sandbox.url}/_sandbox/state", timeout=10).json()["incidents"]
+    assert [i["name"] for i in listed] == [i["name"] for i in sandbox.incidents]
+    assert all("notification_ids" not in i and i["kind"] for i in listed)
+
+
 def test_the_default_incidents_keep_their_names_and_get_kinds():
     store = Store()
     tenancy = populate(store, seed=5, now=NOW, notifications=600, subscribers=100)
@@ -244,6 +251,7 @@ def test_a_live_outage_fails_the_providers_sends_in_live_traffic_until_stopped()
     with start(seed=4, now=NOW, incidents="none", clock_speed=5, notifications=300,
                subscribers=60) as sandbox:  # fmt: skip
         assert sandbox.incidents == [] and sandbox.state()["clock_speed"] == 5
+        assert sandbox.state()["incidents"] == []
         response = requests.post(
             f"{sandbox.url}/_sandbox/outage",
             json={"provider_id": "twilio", "failure_rate": 1.0},

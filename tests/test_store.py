@@ -230,3 +230,19 @@ def test_sync_command(sandbox, tmp_path, monkeypatch, capsys):
     assert main(["sync", "--store", str(tmp_path / "s"), "--lag", "soon"]) == 2
     assert "lag='soon' is not allowed" in capsys.readouterr().err
     assert main(["sync"]) == 2
+
+
+def test_report_from_a_store(synced, tmp_path, capsys):
+    from toolkit.__main__ import main
+
+    path = synced[0]
+    out = tmp_path / "report.html"
+    assert main(["report", "--store", str(path), "--since", "1d", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out}" in printed and "findings:" in printed
+    html = out.read_text()
+    assert str(path) in html  # the provenance names the store
+    # the previous day is in the store; a previous period it does not hold is reported missing
+    report = toolkit.open_store(path).report("2d", out=tmp_path / "two.html")
+    assert report.previous is None and "not available" in report.provenance["previous"]
+    assert main(["report", "--store", str(tmp_path / "none"), "--out", str(out)]) == 2

@@ -12,7 +12,6 @@ a lone ``{"data": X}`` envelope removed; unknown fields and enumeration values a
 from __future__ import annotations
 
 import atexit
-import contextlib
 import random
 import sys
 import threading
@@ -531,13 +530,10 @@ class Client:
             progress=options["progress"],
         )
 
-    def _pager(
-        self, params: dict[str, Any], gate: threading.Semaphore | None = None, **options: Any
-    ) -> ActivityPager:
+    def _pager(self, params: dict[str, Any], **options: Any) -> ActivityPager:
         def fetch(page: int, size: int) -> Any:
             query = {**params, "page": page, "limit": size}
-            with gate or contextlib.nullcontext():
-                return self.transport.request("GET", "/v1/notifications", params=query)
+            return self.transport.request("GET", "/v1/notifications", params=query)
 
         return ActivityPager(fetch, **options)
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit import schemas
 from toolkit.error_codes import error_code
@@ -62,6 +63,10 @@ __all__ = [
 ]
 
 _CHANNELS = frozenset(schemas.CHANNELS)
+#: Whether pandas keeps ``string`` columns in Arrow (with pyarrow installed, it does).
+_ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
+#: Arrow text is allocated with malloc: Arrow's own pool keeps what a long read frees.
+_ARROW_POOL = pa.system_memory_pool()
 _UNKNOWN = -2
 _IN_FLIGHT = frozenset(schemas.IN_FLIGHT_STATUSES)
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
@@ -477,9 +482,12 @@ class _Table:
 
 
 def _concat(parts: list[Any]) -> Any:
-    """Arrays of one dtype end to end."""
+    """Arrays of one dtype end to end (Arrow text as the chunks it is, not copied)."""
     if len(parts) == 1:
         return parts[0]
+    if all(isinstance(part, pd.arrays.ArrowStringArray) for part in parts):
+        chunks = [chunk for part in parts for chunk in part.__arrow_array__().chunks]
+        return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()))
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
     return pd.concat([pd.Series(part, copy=False) for part in parts], ignore_index=True).array
@@ -517,6 +525,13 @@ def _array(values: list[Any], column: Column) -> Any:
         return np.fromiter(values, dtype=object, count=len(values))
     if dtype == schemas.FLOAT:
         return np.array(values, dtype="float64")
+    if dtype == schemas.STRING and _ARROW_STRINGS:
+        try:  # straight to Arrow: several times faster than pandas' checks on each value
+            return pd.arrays.ArrowStringArray(
+                pa.chunked_array([pa.array(values, pa.large_string(), memory_pool=_ARROW_POOL)])
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: pandas converts it
+            pass
     return pd.array(values, dtype=dtype)
 
 

@@ -3,6 +3,7 @@ feed read as time slices that never page deep (`time_slices`, `read_sliced`)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import heapq
 import itertools
@@ -102,9 +103,13 @@ class ActivityPager:
         Most pages fetched at once.
     progress : bool
         Show a progress bar (tqdm) once the read takes more than one page.
+    gate : threading.Semaphore, optional
+        Shared by readers that together may have only so many requests in flight; a page found
+        past the end once its turn comes is not asked for.
     expected : float
-        Items the caller expects: pages in flight start at that many pages (up to ``workers``)
-        instead of ramping up from one.
+        Items the caller expects (an estimate): the pages after the first start at half as many
+        pages at once (up to ``workers``) instead of ramping up from one; none past those is
+        asked for before the last of them comes back full.
     """
 
     def __init__(
@@ -116,13 +121,17 @@ class ActivityPager:
         workers: int = 16,
         progress: bool = False,
         expected: float = 0,
+        gate: threading.Semaphore | None = None,
     ):
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
-        self.eager = min(workers, max(1, math.ceil(expected / page_size) - 1))
+        self.gate = gate or contextlib.nullcontext()
         self.page_size = min(page_size, limit) if limit else page_size
         self.pages = math.ceil(limit / self.page_size) if limit else math.inf
+        self.eager = min(workers, max(1, math.ceil(expected / self.page_size / 2)))
+        self.horizon = self.eager if expected else math.inf
         #: Pages requested so far (past-the-end ones included).
         self.requested = 0
+        self.end = self.pages
 
     def read(self) -> list[dict[str, Any]]:
         """Every item, de-duplicated by ``_id``, in feed order."""
@@ -151,14 +160,16 @@ class ActivityPager:
         pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
         pending: dict[Future, int] = {}
         arrived: dict[int, tuple[list[Any], Any]] = {}
-        end, following, in_flight = self.pages, 1, self.eager  # pages at or past `end`: unneeded
-        previous = [_key(item) for item in first[0]]
+        self.end = end = self.pages  # pages at or past `end` are not needed
+        following, in_flight = 1, self.eager
+        horizon = self.horizon  # no page past it is asked for before it comes back full
+        previous = first[0]
         try:
             yield first[0]
             del first
             for number in itertools.count(1):
                 while number not in arrived:
-                    while following < end and len(pending) < in_flight:
+                    while following < min(end, horizon + 1) and len(pending) < in_flight:
                         pending[pool.submit(self._page, following)] = following
                         following += 1
                     if number >= end:
@@ -170,7 +181,9 @@ class ActivityPager:
                             arrived[page] = future.result()
                             in_flight = min(self.workers, in_flight * 2)
                             if self._last(page, arrived[page]):
-                                end = page + 1
+                                self.end = end = page + 1
+                            elif page >= horizon:
+                                horizon = math.inf
                 items = arrived.pop(number)[0]
                 previous = self._check_repeat(previous, items, number)
                 if bar is not None:
@@ -182,8 +195,11 @@ class ActivityPager:
                 bar.close()
 
     def _page(self, number: int) -> tuple[list[Any], Any]:
-        self.requested += 1
-        body = self.fetch(number, self.page_size)
+        with self.gate:
+            if number >= self.end:  # the end was found while this page waited its turn
+                return [], None
+            self.requested += 1
+            body = self.fetch(number, self.page_size)
         return _items(body), body
 
     def _last(self, number: int, page: tuple[list[Any], Any]) -> bool:
@@ -193,14 +209,19 @@ class ActivityPager:
 
     @staticmethod
     def _check_repeat(previous: list[Any], items: list[Any], number: int) -> list[Any]:
-        """The keys of page ``number``, after checking it does not repeat the page before."""
-        ids = [_key(item) for item in items]
-        if ids and None not in ids and ids == previous:
+        """Page ``number`` (after checking it does not repeat the page before)."""
+        first = _key(items[0]) if items else None
+        if (
+            first is not None
+            and previous
+            and first == _key(previous[0])
+            and list(map(_key, items)) == list(map(_key, previous))
+        ):
             raise PaginationError(
                 f"the service returned the same items for pages {number - 1} and {number}"
                 " (is the `page` parameter ignored?); stopped"
             )
-        return ids
+        return items
 
     def _bar(self, initial: int):
         if not self.progress:

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from toolkit.errors import ParameterError
 
-__all__ = ["parse_time", "resolve_window", "to_iso", "utcnow"]
+__all__ = ["parse_duration", "parse_time", "resolve_window", "to_iso", "utcnow"]
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(w|d|h|m|s)\s*$")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -100,6 +100,22 @@ def resolve_window(
             after_name, after, f"a time not later than {before_name} ({to_iso(end)})"
         )
     return start, end
+
+
+def parse_duration(value: str | timedelta, *, name: str = "duration") -> timedelta:
+    """A length of time: ``"90s"``, ``"30m"``, ``"24h"``, ``"7d"``, ``"2w"`` or a timedelta >= 0.
+
+    Raises
+    ------
+    ParameterError
+        Anything else.
+    """
+    if isinstance(value, timedelta) and value >= timedelta(0):
+        return value
+    match = _RELATIVE.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ParameterError(name, value, "a duration such as '90s', '30m', '24h', '7d' or a timedelta >= 0")  # fmt: skip
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
 def to_iso(moment: datetime) -> str:

@@ -8,7 +8,8 @@ headline figures with their change against the previous period of the same lengt
 
 The report is a function of an Activity (+ the previous period's Activity), the provenance and
 ``generated_at``: `build_report` and `write_report` take them from anywhere (`read_activity`, a
-store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client.
+store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client,
+`report_window` from any ``read(after, before)`` (a store's ``read``, say).
 plotly.js is inlined once, so the file opens offline; figures have stable element ids, and the
 same inputs give the same bytes. No payload, credential or API key is rendered.
 
@@ -19,7 +20,7 @@ same inputs give the same bytes. No payload, credential or API key is rendered.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -46,6 +47,7 @@ __all__ = [
     "delivery_report",
     "headline",
     "headline_lines",
+    "report_window",
     "write_report",
 ]
 
@@ -202,29 +204,58 @@ def delivery_report(
 
     out = check_out(out)
     client = connect() if client is None else client
-    now = client.now()
-    after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     filters = {k: v for k, v in {"channels": channels, **filters}.items() if v is not None}
-    activity = read_activity(client, after=after, before=before, progress=progress, **filters)
+
+    def read(after: datetime, before: datetime):
+        return read_activity(client, after=after, before=before, progress=progress, **filters)
+
+    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    return report_window(read, now=client.now(), since=since, until=until, out=out,
+                         source=source, filters=filters, generated_at=generated_at, top=top)  # fmt: skip
+
+
+def report_window(
+    read: Callable[[datetime, datetime], Any],
+    *,
+    now: datetime,
+    since: Any = "7d",
+    until: Any = None,
+    out: str | Path = "delivery-report.html",
+    source: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
+    generated_at: datetime | None = None,
+    top: int = 10,
+) -> Report:
+    """Resolve a window, read it and the previous period with ``read``, and write their report:
+    what `delivery_report` does, for any source of activity (a client, a store).
+
+    Parameters
+    ----------
+    read : callable
+        ``read(after, before) -> Activity``; it may raise `RetentionError` for a previous period
+        it cannot serve (the report then says so and shows no changes).
+    now : datetime
+        What ``since``/``until`` count back from; the default ``generated_at``.
+    since, until, out, generated_at, top
+        As in `delivery_report`.
+    source : mapping, optional
+        The provenance of the source (``base_url``, ``environment``, a store's path, ...).
+    filters : mapping, optional
+        The filters ``read`` applies, for the provenance.
+    """
+    out = check_out(out)
+    after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
+    activity = read(after, before)
+    start = after - (before - after)
     try:
-        previous = read_activity(client, after=after - (before - after), before=after,
-                                 progress=progress, **filters)  # fmt: skip
-        earlier = f"{to_iso(after - (before - after))} to {to_iso(after)}"
+        previous, earlier = read(start, after), f"{to_iso(start)} to {to_iso(after)}"
     except RetentionError as error:
         previous = None
         earlier = "not available: it starts before the plan's retention" + (
-            f" (the earliest readable instant is {to_iso(error.earliest)})"
-            if error.earliest
-            else ""
-        )
-    provenance = {
-        "base_url": client.base_url,
-        "environment": client.environment or "unknown",
-        "after": after,
-        "before": before,
-        "filters": filters,
-        "previous": earlier,
-    }
+            f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
+        )  # fmt: skip
+    provenance = {**(source or {}), "after": after, "before": before,
+                  "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     contents = _contents(activity, previous, None, top)
     out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
     return Report(path=out, headline=contents["headline"], previous=contents["previous"],

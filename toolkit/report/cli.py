@@ -36,16 +36,24 @@ def main(argv: list[str] | None = None) -> int:
                 "sandbox; with a configured service (SVC_BASE_URL/SVC_API_KEY or --base-url) "
                 "the API key decides the environment: leave --environment out"
             )
-        client = connect(args.base_url, args.api_key, environment=args.environment)
-        report = delivery_report(
-            client,
-            since=args.since,
-            until=args.until,
-            out=args.out,
-            channels=args.channels,
-            severity=args.severity,
-            top=args.top,
-        )
+        if args.store:
+            from toolkit.store import open_store
+
+            report = open_store(args.store).report(
+                args.since, args.until, out=args.out, top=args.top,
+                **{k: v for k, v in (("channels", args.channels), ("severity", args.severity)) if v},
+            )  # fmt: skip
+        else:
+            client = connect(args.base_url, args.api_key, environment=args.environment)
+            report = delivery_report(
+                client,
+                since=args.since,
+                until=args.until,
+                out=args.out,
+                channels=args.channels,
+                severity=args.severity,
+                top=args.top,
+            )
     except RetentionError as error:
         earliest = f" of {to_iso(error.earliest)} or later" if error.earliest else ""
         print(
@@ -91,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="the service (default SVC_BASE_URL, else a local sandbox)")  # fmt: skip
     parser.add_argument("--api-key", help="the API key (default SVC_API_KEY)")
     parser.add_argument("--environment", help="with the local sandbox only: Organization/Environment to report on")  # fmt: skip
+    parser.add_argument("--store", metavar="PATH", help="report from this store (python -m toolkit sync) instead of the service; --since/--until count back from its watermark")  # fmt: skip
     return parser
 
 

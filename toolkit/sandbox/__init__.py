@@ -17,6 +17,10 @@ in any test suite::
         ...
         service.faults.reset()
 
+Planted incidents: ``start(incidents="default" | "none" | [specs])`` (`IncidentSpec`, see
+`toolkit.sandbox.seed.incidents`), described in ``sandbox.incidents``; live outages with
+``sandbox.start_outage("twilio")``; a faster clock with ``start(clock_speed=10)``.
+
 From a shell: ``python -m toolkit sandbox`` (see ``--help``).
 """
 

@@ -11,8 +11,8 @@ a uniform shift keeps every index in order. Object ids keep their anchor-time pr
 to clients; new ids made at the shifted clock still sort after the seeded ones when now is
 after the anchor).
 
-The cache lives in ``<temp>/toolkit-sandbox-cache/seed-v2-*.npz`` (the `CACHE_SIZE` most
-recently used); files are written whole and renamed into place, so concurrent runs are safe.
+The cache lives in ``<temp>/toolkit-sandbox-cache/seed-v2-*.npz`` (the most recently used, up
+to `CACHE_BYTES`); files are written whole and renamed into place, so concurrent runs are safe.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from toolkit.sandbox.store import Store
 ANCHOR = parse_instant("2026-11-01T12:00:00Z")
 #: The modules whose source is part of the cache key: those that make the seeded data.
 SEEDING = ("clock.py", "ids.py", "store.py", "cache.py", "seed/*.py")
-#: Snapshots kept in the cache (the most recently used ones).
-CACHE_SIZE = 4
+#: Bytes of snapshots kept in the cache (the most recently used ones; a test run uses several).
+CACHE_BYTES = 2_000_000_000
 #: Larger data sets are seeded at their clock directly, not through a snapshot (memory).
 SNAPSHOT_UP_TO = 100_000
 #: Page size of a snapshot, and the largest record it accepts (no overflow pages).
@@ -176,5 +176,8 @@ def seeded_image(
 def _prune(folder: Path) -> None:
     with suppress(OSError):  # another process may be pruning too
         cached = sorted(folder.glob("seed-v2-*.npz"), key=lambda p: -p.stat().st_mtime)
-        for stale in cached[CACHE_SIZE:]:
-            stale.unlink(missing_ok=True)
+        kept = 0
+        for path in cached:
+            kept += path.stat().st_size
+            if kept > CACHE_BYTES:
+                path.unlink(missing_ok=True)

@@ -195,6 +195,10 @@ class Sandbox:
                 for env in self.environments
             ],
             "clock_speed": self.clock.speed,
+            "incidents": [
+                {k: v for k, v in incident.items() if not k.endswith("_ids")}
+                for incident in self.incidents
+            ],
             "faults": self.faults.as_dict(),
             "outages": self.outages(),
             "traffic": None

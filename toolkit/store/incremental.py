@@ -7,7 +7,8 @@ A run pins ``before`` (the service's now) at its start, then reads, day by day:
   ``[since, after)`` when ``since`` reaches further back than the store, plus any day of the
   window whose files are missing (deleted to repair them).
 
-Each day is read as time slices small enough that no request pages deep (`read_slices`), merged
+Each day is read as time slices small enough that no request pages deep (`Client.list_activity`
+slices a window: `toolkit.pagination.read_sliced`), merged
 into the day's files (the rows of the day's range replaced: an upsert by id), written aside and
 renamed into place, then recorded in the checkpoint. The watermark moves only once every day is
 written. A run killed at any moment resumes from the checkpoint and ends with the store a clean
@@ -16,7 +17,6 @@ run gives.
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -40,16 +40,12 @@ from toolkit.store.state import (
     check_directory,
     writer_lock,
 )
-from toolkit.timeutil import parse_time, resolve_window, to_iso
+from toolkit.timeutil import parse_duration, parse_time, resolve_window, to_iso
 
-__all__ = ["SyncResult", "read_slices", "sync"]
+__all__ = ["SyncResult", "persist", "sync"]
 
-#: Records read from one slice's start of the feed before the next slice begins where it ended:
-#: 40 pages of 50, so that no request skips more than 1,950 records.
-SLICE_RECORDS = 2000
 #: Days read at once.
 DAYS_AT_ONCE = 4
-_DURATION = re.compile(r"^\s*\d+(\.\d+)?\s*[wdhms]\s*$")
 _MS = timedelta(milliseconds=1)
 
 
@@ -147,7 +143,7 @@ def sync(
         raise ParameterError("since", since, "the window's start: '7d', an ISO time or a datetime")
     now = client.now()
     start, before = resolve_window(since, None, now=now, after_name="since")
-    lag = _lag(lag, before)
+    lag = parse_duration(lag, name="lag")
     _check_retention(client, since, start, before, filters)
     show = client.progress if progress is None else progress
 
@@ -180,37 +176,6 @@ def sync(
         days,
         resumed,
     )
-
-
-def read_slices(
-    client: Any, start: datetime, end: datetime, filters: dict[str, Any], *, workers: int
-) -> list[dict[str, Any]]:
-    """The records of ``[start, end]`` in feed order, read as slices that never page deep.
-
-    The feed is newest first: each slice reads up to `SLICE_RECORDS` records from its top; the
-    next slice ends at the oldest record read (inclusive, duplicates at the edge dropped by id).
-    """
-    records: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    upper = end
-    while True:
-        chunk = client.list_activity(
-            **filters, after=start, before=upper, limit=SLICE_RECORDS, workers=workers,
-            progress=False,
-        )  # fmt: skip
-        for record in chunk:
-            if record.get("_id") not in seen:
-                seen.add(record.get("_id"))
-                records.append(record)
-        if len(chunk) < SLICE_RECORDS:
-            return records
-        oldest = parse_time(chunk[-1]["createdAt"], name="createdAt")
-        if oldest >= upper:  # one instant holds a whole slice: page through it
-            rest = client.list_activity(**filters, after=start, before=upper, workers=workers,
-                                        progress=False)  # fmt: skip
-            records.extend(r for r in rest if r.get("_id") not in seen)
-            return records
-        upper = oldest
 
 
 # -- a run -------------------------------------------------------------------------------------
@@ -270,14 +235,47 @@ def _run(client, root, state, checkpoint, counts, show, allow_source_change) -> 
         pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
-    after = state.time("after")
-    run_start = parse_time(checkpoint.start)
-    state.after = to_iso(run_start if after is None else min(after, run_start))
-    watermark = state.time("watermark")
-    before = parse_time(checkpoint.before)
-    state.watermark = to_iso(before if watermark is None else max(watermark, before))
+    _widen(state, parse_time(checkpoint.start), parse_time(checkpoint.before))
     state.save(root)
     Checkpoint.clear(root)
+
+
+def persist(
+    store: str | Path, start: datetime, end: datetime, records: list[dict[str, Any]]
+) -> None:
+    """Write the records a caller read of ``[start, end]`` into a store that `sync` made, as a
+    sync run would (a Monitor's polls). The window grows to ``end`` only when ``start`` is not
+    after the watermark (no gap).
+
+    Raises
+    ------
+    StoreLockedError
+        A sync is writing to the store.
+    """
+    root = Path(store)
+    with writer_lock(root):
+        state = State.load(root)
+        if state is None:
+            raise StoreError(f"{root} is not a store: run sync first")
+        by_day: dict[str, list[dict[str, Any]]] = {day: [] for day in _days(start, end)}
+        for record in records:
+            by_day.setdefault(parse_time(record["createdAt"]).strftime("%Y-%m-%d"), []).append(
+                record
+            )
+        for day, chunk in by_day.items():
+            low, high = max(start, _day_start(day)), min(end, _day_end(day))
+            layout.write_day(root, day, _merge(root, day, low, high, chunk, state, False)[0])
+        watermark = state.time("watermark")
+        if watermark is not None and start <= watermark:
+            _widen(state, start, end)
+        state.save(root)
+
+
+def _widen(state: State, start: datetime, end: datetime) -> None:
+    """Move the store's window to cover ``[start, end]``."""
+    after, watermark = state.time("after"), state.time("watermark")
+    state.after = to_iso(start if after is None else min(after, start))
+    state.watermark = to_iso(end if watermark is None else max(watermark, end))
 
 
 def _in_turn(pool, days, client, checkpoint, filters, workers) -> Iterator[tuple[str, list]]:
@@ -288,7 +286,9 @@ def _in_turn(pool, days, client, checkpoint, filters, workers) -> Iterator[tuple
         while queue and len(pending) < 2 * DAYS_AT_ONCE:
             day = queue.pop(0)
             low, high = (parse_time(t) for t in checkpoint.days[day])
-            pending[pool.submit(read_slices, client, low, high, filters, workers=workers)] = day
+            read = pool.submit(client.list_activity, **filters, after=low, before=high,
+                               workers=workers, progress=False)  # fmt: skip
+            pending[read] = day
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             yield pending.pop(future), future.result()
@@ -386,14 +386,6 @@ def _check_retention(client, since, start, before, filters) -> None:
             f"a start within the plan's retention{earliest}: pass a later --since / since=;"
             " the store keeps what it already holds beyond it",
         ) from None
-
-
-def _lag(lag: Any, before: datetime) -> timedelta:
-    if isinstance(lag, timedelta) and lag >= timedelta(0):
-        return lag
-    if isinstance(lag, str) and _DURATION.match(lag):
-        return before - parse_time(lag, name="lag", now=before)
-    raise ParameterError("lag", lag, "a duration such as '1h', '30m', '2d' (or a timedelta >= 0)")
 
 
 def _remove_leftovers(root: Path) -> None:

@@ -219,6 +219,40 @@ class Store:
             frames.append(frame)
         return Activity(*frames)
 
+    def report(
+        self,
+        since: str | datetime = "7d",
+        until: str | datetime | None = None,
+        *,
+        out: str | Path = "delivery-report.html",
+        top: int = 10,
+        **filters: Any,
+    ):
+        """The HTML delivery report (`toolkit.report`) of a window of the store, reading only the
+        columns the report needs; ``since``/``until`` count back from the watermark. The previous
+        period is compared when the store holds it.
+        """
+        from toolkit.errors import RetentionError
+        from toolkit.report import COLUMNS, report_window
+
+        first, watermark = self.window
+        filters = check_filters(filters, allowed=FILTERS)
+
+        def read(after: datetime, before: datetime) -> Activity:
+            if first is not None and after < first:
+                raise RetentionError(
+                    "READ", str(self.path), None, f"the store holds activity from {to_iso(first)}",
+                    earliest=first,
+                )  # fmt: skip
+            return self.read(after, before, columns=COLUMNS, **filters)
+
+        source = {"base_url": self._state.base_url, "environment": self._state.environment,
+                  "store": str(self.path)}  # fmt: skip
+        if watermark is None:
+            raise ParameterError("store", str(self.path), "a store with data: run sync first")
+        return report_window(read, now=watermark, since=since, until=until, out=out,
+                             source=source, filters=filters, top=top)  # fmt: skip
+
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
         ``execution_details`` (each with its ``created_date`` partition key)."""
