@@ -65,6 +65,8 @@ __all__ = [
 _CHANNELS = frozenset(schemas.CHANNELS)
 #: Whether pandas keeps ``string`` columns in Arrow (with pyarrow installed, it does).
 _ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
+#: Arrow text is allocated with malloc: Arrow's own pool keeps what a long read frees.
+_ARROW_POOL = pa.system_memory_pool()
 _UNKNOWN = -2
 _IN_FLIGHT = frozenset(schemas.IN_FLIGHT_STATUSES)
 _COMPLETED_BY_DETAIL = {"ReadConfirmation": "read", "Warning": "warning"}
@@ -526,7 +528,7 @@ def _array(values: list[Any], column: Column) -> Any:
     if dtype == schemas.STRING and _ARROW_STRINGS:
         try:  # straight to Arrow: several times faster than pandas' checks on each value
             return pd.arrays.ArrowStringArray(
-                pa.chunked_array([pa.array(values, pa.large_string())])
+                pa.chunked_array([pa.array(values, pa.large_string(), memory_pool=_ARROW_POOL)])
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: pandas converts it
             pass

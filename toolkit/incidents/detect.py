@@ -33,7 +33,7 @@ CREDENTIAL_WORDS = re.compile(
 MOST = 0.5
 #: Greatest chance, under the incident's own rate, that the jobs after its last event show
 #: none; above it the incident may still be going on (``ongoing``).
-STILL_GOING = 0.05
+STILL_GOING = 0.01
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4
 #: The scans each kind needs.
@@ -82,8 +82,8 @@ def find_incidents(
     alpha : float
         Family-wise error rate: the largest corrected p-value reported.
     min_jobs, min_failed : int
-        A period needs at least ``min_jobs`` jobs and ``min_failed`` of them failed (slow; for
-        a volume drop, that many expected) to be tested at all.
+        A period needs at least ``min_jobs`` jobs, and failed (slow) jobs of at least
+        ``min_failed`` different subscribers (a volume drop: that many notifications expected).
     min_ratio : float
         Its rate must be at least ``min_ratio`` times the baseline's (volume: at most 1/that).
     outage_rate : float
@@ -113,7 +113,10 @@ def find_incidents(
         reason = (f"the window ({before - after}) is too short to compare a period with the rest "
                   "of it: read a longer window or pass baseline=")  # fmt: skip
         return empty(reason, checked)
-    names = sorted({name for kind in wanted for name in SCANS_OF[kind]})
+    names = {name for kind in wanted for name in SCANS_OF[kind]}
+    if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
+        names |= {"provider", "code", "domain"}
+    names = sorted(names)
     found = _Found(activity, jobs, grid, baseline, base_jobs, names)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
@@ -128,7 +131,7 @@ def find_incidents(
             row = found.refine(name, scan, pick, tests, rule[name])
             if row is not None and row["p_value"] <= alpha:
                 candidates.append(row)
-    rows = _one_per_incident(found, candidates, wanted, outage_rate)
+    rows = _one_per_incident(found, candidates, wanted, outage_rate, min_failed)
     if not rows:
         return empty("no period of any group departs from its baseline", checked)
     return rows_frame(rows, found.jobs, activity.execution_details, checked)
@@ -309,12 +312,25 @@ def _significant(scan: Scan, threshold: float) -> list[Pick]:
 # -- one row per incident --------------------------------------------------------------------
 
 
-def _one_per_incident(found: _Found, candidates, wanted, outage_rate) -> list[dict]:
+def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed) -> list[dict]:
     """Each candidate's kind; a candidate whose affected jobs are mostly a kept row's is the
-    same incident, and the kind first in `PRECEDENCE` wins."""
+    same incident, and the kind first in `PRECEDENCE` wins. Jobs of one subscriber are not
+    independent: a candidate needs ``min_failed`` distinct subscribers among its events."""
+    subscribers = found.jobs["subscriber_id"]
     for row in candidates:
         row["affected"] = found.affected(row)
         row["kind"] = _kind(found, row, outage_rate)
+        events = (
+            row["affected"]
+            if row["scan"] != "latency"
+            else found.groups["latency"].members[row["group"]]
+        )
+        events = events[(events >= row["first"]) & (events <= row["last"])]
+        if (
+            row["scan"] not in ("volume", "channel_volume")
+            and subscribers.iloc[events].nunique() < min_failed
+        ):
+            row["kind"] = None
     order = {kind: n for n, kind in enumerate(PRECEDENCE)}
     ranked = sorted(
         (row for row in candidates if row["kind"] is not None),
@@ -373,20 +389,20 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 
 def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
     """A lasting token/credential error: the subscribers it hit do not succeed again on that
-    provider (or it lasts to the end of the window), and its code or message says token,
-    credential, registration, 401/403/410... (or its subscribers never succeed again)."""
+    provider (at most a fifth of those sent to again); when fewer than 3 were sent to again,
+    its code or message says token, credential, registration, 401/403/410... and none of them
+    succeeded again (or it lasts to the end of the window)."""
     later = jobs.iloc[row["first"] :]
     later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
     first_hit = hit.groupby("subscriber_id")["t"].min()
     after = later[later["t"].to_numpy() > later["subscriber_id"].map(first_hit).to_numpy()]
     people = after["subscriber_id"].nunique()
     recovered = after.loc[~after["met_failure"], "subscriber_id"].nunique()
-    if people >= 3 and recovered > MOST * people:
-        return False  # they heal
-    persistent = people >= 3 and recovered <= 0.2 * people
+    if people >= 3:  # enough of them were sent to again: do they succeed?
+        return recovered <= 0.2 * people
     text = [row["keys"].get("error_code"), *hit["error_text"].dropna().unique()[:5]]
     says_so = bool(CREDENTIAL_WORDS.search(" ".join(map(str, text))))
-    return (row["ongoing"] or persistent) and (says_so or persistent)
+    return says_so and (row["ongoing"] or not recovered)
 
 
 def _pair_is(jobs: pd.DataFrame, keys: dict) -> np.ndarray:

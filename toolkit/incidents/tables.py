@@ -11,9 +11,9 @@ import pandas as pd
 
 from toolkit import metrics
 
-#: Quantile of the baseline's time to send above which a job counts as slow (a quarter of the
+#: Quantile of the baseline's time to send above which a job counts as slow (a tenth of the
 #: jobs are slow normally; a degradation makes most of them slow).
-SLOW_QUANTILE = 0.75
+SLOW_QUANTILE = 0.9
 
 
 @dataclass(frozen=True)
