@@ -167,3 +167,18 @@ def test_cli_prints_the_table_and_json(planted, capsys):
 
 def test_p_values_are_corrected_and_bounded(found):
     assert np.all((found["p_value"] >= 0) & (found["p_value"] <= 0.01))
+
+
+def test_the_required_columns_are_all_it_reads(planted, found):
+    """A store keeps only `metrics.REQUIRED_COLUMNS`: the same incidents from those alone."""
+    from toolkit import metrics
+
+    activity = planted[0]
+    slim = type(activity)(
+        *(
+            frame[list(metrics.REQUIRED_COLUMNS[name])]
+            for name, frame in zip(activity._fields, activity, strict=True)
+        )
+    )
+    slim.notifications.attrs = dict(activity.attrs)
+    pd.testing.assert_frame_equal(find_incidents(slim), found)
