@@ -437,3 +437,22 @@ def test_a_sliced_read_is_exact_under_errors(sandbox, faults, pinned):
     got = client.list_activity(after=after, before=before)
     assert faults.stats["errors"] > 0
     assert [r["_id"] for r in got] == expected
+
+
+def test_the_garbage_collector_is_paused_only_while_a_whole_read_runs(sandbox, faults):
+    import gc
+
+    client = Client.from_sandbox(sandbox, progress=False, sleep=Waits(), max_retries=0)
+    paused = []
+    client.transport.session.hooks["response"].append(
+        lambda response, **_: paused.append(not gc.isenabled())
+    )
+    assert client.list_activity(limit=120, page_size=20) and all(paused) and gc.isenabled()
+    started = client.iter_activity(limit=120, page_size=20)
+    next(started)  # a caller's own iteration leaves the collector alone
+    assert gc.isenabled()
+    started.close()
+    faults.fail_next(1, status=503)
+    with pytest.raises(ServerError):
+        toolkit.read_activity(client, limit=120)
+    assert gc.isenabled()

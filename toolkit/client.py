@@ -29,6 +29,7 @@ from toolkit.pagination import (
     ActivityPager,
     iter_cursor_pages,
     merge_newest_first,
+    paused_gc,
     read_sliced,
     split_query,
 )
@@ -428,8 +429,9 @@ class Client:
 
     def list_activity(self, **filters: Any) -> list[dict[str, Any]]:
         """All notifications matching the filters (``GET /v1/notifications``), newest first, as
-        one list: `iter_activity`'s arguments, read to the end."""
-        return list(self.iter_activity(**filters))
+        one list: `iter_activity`'s arguments, read to the end (the garbage collector paused)."""
+        with paused_gc():
+            return list(self.iter_activity(**filters))
 
     def iter_activity(
         self,

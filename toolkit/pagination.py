@@ -138,17 +138,12 @@ class ActivityPager:
         return list(self.records())
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive.
-
-        The garbage collector is paused meanwhile: decoded pages hold no reference cycles, and
-        its passes over the records read so far made decoding several times slower.
-        """
-        with paused_gc():
-            items = _unique(itertools.chain.from_iterable(self._ordered()))
-            for count, item in enumerate(items, 1):
-                yield item
-                if self.limit and count >= self.limit:
-                    return
+        """The items one by one, de-duplicated by ``_id``, in feed order, as pages arrive."""
+        items = _unique(itertools.chain.from_iterable(self._ordered()))
+        for count, item in enumerate(items, 1):
+            yield item
+            if self.limit and count >= self.limit:
+                return
 
     def _ordered(self) -> Iterator[list[Any]]:
         """Each page's items, in page order."""
@@ -235,7 +230,11 @@ _gc_pauses = [0, False]  # reads under way, whether the collector was enabled be
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """Pause the garbage collector while the block runs (in any thread; nested pauses count)."""
+    """Pause the garbage collector while the block runs (in any thread; nested pauses count).
+
+    For a read consumed whole: decoded pages hold no reference cycles, and the collector's passes
+    over the records read so far made decoding several times slower.
+    """
     with _gc_lock:
         if _gc_pauses[0] == 0:
             _gc_pauses[1] = gc.isenabled()
@@ -335,8 +334,7 @@ def read_sliced(
                 bar.update(count)
 
     try:
-        with paused_gc():
-            yield from _unique(records())
+        yield from _unique(records())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:

@@ -34,7 +34,7 @@ from toolkit.frames import (
     subscribers_frame,
     subscriptions_frame,
 )
-from toolkit.pagination import time_slices
+from toolkit.pagination import paused_gc, time_slices
 from toolkit.redact import is_secret, mask
 from toolkit.timeutil import resolve_window
 
@@ -237,7 +237,8 @@ def read_activity(
     provenance = _provenance(client, "list_activity", filters)
     provenance["after"] = None if start is None else pd.Timestamp(start)
     provenance["before"] = pd.Timestamp(end)
-    return activity_frames(records, provenance=provenance)
+    with paused_gc():  # the pages are decoded and built into columns in one go
+        return activity_frames(records, provenance=provenance)
 
 
 def read_activity_slices(
