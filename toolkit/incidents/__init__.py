@@ -43,9 +43,9 @@ of them an event had a chance above 1% at the incident's rate).
 One row per incident. Candidates are taken in this order, and one whose affected jobs are at least
 half a kept row's is the same incident, dropped: domain_bounces (kept only when the provider's
 other domains failed at most half as often in the period: a provider failing everywhere is an
-outage), stale_credentials (the subscribers it hit do not succeed again on that provider; with
-too few sent to again, a code or message saying token, credential, registration, 401/403/410...
-that lasts to the end of the window), provider_outage (at least ``outage_rate`` of the sends
+outage), stale_credentials (an error the service does not retry, and the subscribers it hit do
+not succeed again on that provider; with too few sent to again, a code or message saying token,
+credential, registration, 401/403/410... that lasts to the end of the window), provider_outage (at least ``outage_rate`` of the sends
 failed and the service retried most of them), error_spike, provider_outage below
 ``outage_rate`` (many codes at once), latency_degradation. A channel gone silent is one
 volume_drop row (its providers' rows are dropped unless exactly one provider is silent). No rule

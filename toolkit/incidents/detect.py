@@ -388,10 +388,13 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 
 
 def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
-    """A lasting token/credential error: the subscribers it hit do not succeed again on that
-    provider (at most a fifth of those sent to again); when fewer than 3 were sent to again,
+    """A lasting token/credential error, refused for good (not retried): the subscribers it hit
+    do not succeed again on that provider (at most a fifth of those sent to again); when fewer
+    than 3 were sent to again,
     its code or message says token, credential, registration, 401/403/410... and none of them
     succeeded again (or it lasts to the end of the window)."""
+    if hit["retried"].mean() >= MOST:
+        return False  # the service retries it: a provider failing, not a credential refused
     later = jobs.iloc[row["first"] :]
     later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
     first_hit = hit.groupby("subscriber_id")["t"].min()
