@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import betainc
 
 #: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
@@ -147,9 +147,11 @@ def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> f
     it does, were both rates the same (the baseline's own uncertainty is accounted for)."""
     total = events + base_events
     share = trials / (trials + base_trials)
+    # binom.cdf(events, total, share) and binom.sf(events - 1, total, share) as scipy.stats
+    # computes them (the same regularized incomplete beta), without importing scipy.stats (~0.6 s)
     if low:
-        return float(binom.cdf(events, total, share))
-    return float(binom.sf(events - 1, total, share))
+        return 1.0 if events >= total else float(betainc(total - events, events + 1, 1 - share))
+    return 1.0 if events <= 0 else float(betainc(events, total - events + 1, share))
 
 
 def segment(hits: np.ndarray, rate: float, base_rate: float) -> slice:
