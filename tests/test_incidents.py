@@ -132,6 +132,9 @@ def test_bad_parameters_are_refused_by_name(planted, name, value):
 def test_a_wrong_frame_type_is_refused(planted):
     with pytest.raises(ParameterError, match="activity"):
         find_incidents(planted[0].jobs)
+    with pytest.raises(ParameterError) as error:
+        find_incidents(planted[0], baseline=planted[0].notifications)
+    assert error.value.name == "baseline"
 
 
 def test_kinds_selects_what_is_reported(planted):

@@ -108,7 +108,12 @@ def find_incidents(
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     jobs = metrics.delivery_jobs(activity)
-    base_jobs = None if baseline is None else metrics.delivery_jobs(baseline)
+    base_jobs = None
+    if baseline is not None:
+        try:
+            base_jobs = metrics.delivery_jobs(baseline)
+        except ParameterError as error:
+            raise ParameterError("baseline", error.value, error.allowed) from None
     after, before = _window(activity, jobs)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
     checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
