@@ -55,8 +55,9 @@ class Scan:
     buckets; ``parent[g]`` is event group g's trial group).
 
     ``base`` (events, trials per group) replaces the rest of the window as the baseline.
-    ``rounds()`` yields each round's best disjoint periods; `tests` is how many periods the
-    first round examined (those with enough evidence), for the multiple-testing correction.
+    `first_round` gives each group's best period, `next_round` the next best apart from those
+    `mark`-ed; `tests` is how many periods the first round examined (those with enough
+    evidence), for the multiple-testing correction.
     """
 
     events: np.ndarray
@@ -101,11 +102,10 @@ class Scan:
         if self.base is None:
             k_out = events.sum(1)[:, None, None] - k
             n_out = trials.sum(1)[:, None, None] - n
-            enough_base = n_out >= rule.min_trials
         else:
             k_out = np.broadcast_to(self.base[0][groups][:, None, None], k.shape)
             n_out = np.broadcast_to(self.base[1][groups][:, None, None], k.shape)
-            enough_base = n_out >= rule.min_trials
+        enough_base = n_out >= rule.min_trials
         with np.errstate(invalid="ignore", divide="ignore"):
             base_rate = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
             rate = k / n
