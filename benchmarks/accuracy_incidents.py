@@ -4,7 +4,10 @@ For each seed and clock, the seed code plants every kind of incident (at differe
 providers that change with the seed) and a quiet data set with none; the activity is built by
 `toolkit.frames` from the seeded documents (what the service serves, without HTTP). A planted
 incident is found when one row has its kind and provider, a window overlapping the planted one,
-and notifications within 10% of the planted count; every other row is a false alarm.
+and notifications within 10% of the planted count; every other row is a false alarm. (A planted
+volume_drop's count is the triggers the sandbox suppressed, redraws included, which overstates
+the notifications missing; the last line also counts the incidents found in the right place
+whatever their count.)
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3 5 7] [--notifications 20000]
 """
@@ -72,8 +75,9 @@ def seeded_activity(seed: int, now: str, notifications: int, incidents: Any = "d
     return activity, [i for i in tenancy["incidents"] if i["environment_id"] == environment]
 
 
-def matches(row: pd.Series, planted: dict) -> bool:
-    """Whether a found row is the planted incident (see the module docstring)."""
+def matches(row: pd.Series, planted: dict, *, count: bool = True) -> bool:
+    """Whether a found row is the planted incident (see the module docstring); ``count=False``
+    leaves the notifications out of the comparison."""
     start, end = pd.Timestamp(planted["start"]), pd.Timestamp(planted["end"])
     where = (
         row["channel"] == planted["channel"]
@@ -85,16 +89,26 @@ def matches(row: pd.Series, planted: dict) -> bool:
         and where
         and row["started_at"] <= end
         and row["ended_at"] >= start
-        and abs(row["notifications"] - planted["notifications"]) <= 0.1 * planted["notifications"]
+        and (
+            not count
+            or abs(row["notifications"] - planted["notifications"])
+            <= 0.1 * planted["notifications"]
+        )
     )
 
 
-def score(found: pd.DataFrame, planted: list[dict]) -> tuple[list[dict], list[int]]:
+def score(
+    found: pd.DataFrame, planted: list[dict], *, count: bool = True
+) -> tuple[list[dict], list[int]]:
     """The planted incidents not found, and the rows matching no planted incident."""
     used: set[int] = set()
     missed = []
     for incident in planted:
-        hits = [i for i, row in found.iterrows() if i not in used and matches(row, incident)]
+        hits = [
+            i
+            for i, row in found.iterrows()
+            if i not in used and matches(row, incident, count=count)
+        ]
         if hits:
             used.add(hits[0])
         else:
@@ -108,7 +122,7 @@ def main() -> None:
     parser.add_argument("--notifications", type=int, default=20_000)
     parser.add_argument("--clocks", nargs="+", default=list(CLOCKS))
     args = parser.parse_args()
-    planted_total = found_total = false_total = 0
+    planted_total = found_total = false_total = placed_total = 0
     for seed in args.seeds:
         for now in args.clocks:
             for plan in ("every kind", "default", "none"):
@@ -118,6 +132,7 @@ def main() -> None:
                 found = find_incidents(activity)
                 took = time.perf_counter() - began
                 missed, false = score(found, planted)
+                placed_total += len(planted) - len(score(found, planted, count=False)[0])
                 planted_total += len(planted)
                 found_total += len(planted) - len(missed)
                 false_total += len(false)
@@ -128,9 +143,10 @@ def main() -> None:
                           f"{incident['start']}..{incident['end']} "
                           f"({incident['notifications']} notifications)")  # fmt: skip
                 for index in false:
-                    print(f"    false  {found.loc[index, 'summary']}")
-    print(f"found {found_total}/{planted_total} planted incidents, {false_total} false rows "
-          f"(target: all found, none false)")  # fmt: skip
+                    print(f"    row    {found.loc[index, 'summary']}")
+    print(f"found {found_total}/{planted_total} planted incidents, {false_total} other rows "
+          f"(target: all found, none other); {placed_total}/{planted_total} with the right kind, "
+          "place and window whatever their count")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -132,6 +132,9 @@ def test_bad_parameters_are_refused_by_name(planted, name, value):
 def test_a_wrong_frame_type_is_refused(planted):
     with pytest.raises(ParameterError, match="activity"):
         find_incidents(planted[0].jobs)
+    with pytest.raises(ParameterError) as error:
+        find_incidents(planted[0], baseline=planted[0].notifications)
+    assert error.value.name == "baseline"
 
 
 def test_kinds_selects_what_is_reported(planted):
@@ -167,3 +170,37 @@ def test_cli_prints_the_table_and_json(planted, capsys):
 
 def test_p_values_are_corrected_and_bounded(found):
     assert np.all((found["p_value"] >= 0) & (found["p_value"] <= 0.01))
+
+
+def test_the_required_columns_are_all_it_reads(planted, found):
+    """A store keeps only `metrics.REQUIRED_COLUMNS`: the same incidents from those alone."""
+    from toolkit import metrics
+
+    activity = planted[0]
+    slim = type(activity)(
+        *(
+            frame[list(metrics.REQUIRED_COLUMNS[name])]
+            for name, frame in zip(activity._fields, activity, strict=True)
+        )
+    )
+    slim.notifications.attrs = dict(activity.attrs)
+    pd.testing.assert_frame_equal(find_incidents(slim), found)
+
+
+@pytest.mark.parametrize(
+    ("seed", "now"),
+    [
+        (1, NOW),
+        (2, "2026-07-04T18:45:00Z"),
+        (3, "2026-03-18T03:30:00Z"),
+        (5, "2026-07-04T18:45:00Z"),
+        (7, "2026-03-18T03:30:00Z"),
+    ],  # fmt: skip
+)
+def test_every_seed_and_clock_gives_the_planted_incidents_and_nothing_else(seed, now):
+    with toolkit.sandbox.start(seed=seed, now=now, notifications=10_000, subscribers=1_000) as sb:
+        client = toolkit.connect(sandbox=sb)
+        found = find_incidents(toolkit.read_activity(client, after="14d", progress=False))
+        assert len(found) == len(sb.incidents) == 3
+        for incident in sb.incidents:
+            assert [matches(row, incident) for _, row in found.iterrows()].count(True) == 1

@@ -186,13 +186,13 @@ def wilson_interval(
     failed: np.ndarray | Sequence[int], total: np.ndarray | Sequence[int], confidence: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray]:
     """The Wilson score interval of ``failed / total`` (NaN where ``total`` is 0)."""
-    from scipy.stats import norm
+    from scipy.special import ndtri  # norm.ppf, without importing scipy.stats (~0.6 s)
 
     if not 0 < confidence < 1:
         raise ParameterError("confidence", confidence, "a probability between 0 and 1")
     k = np.asarray(failed, dtype="float64")
     n = np.asarray(total, dtype="float64")
-    z = norm.ppf(0.5 + confidence / 2)
+    z = ndtri(0.5 + confidence / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)

@@ -12,7 +12,15 @@ import pandas as pd
 from toolkit import metrics
 from toolkit.errors import ParameterError
 from toolkit.incidents import tables
-from toolkit.incidents.scan import Evidence, Pick, Scan, p_value, segment
+from toolkit.incidents.scan import (
+    PSEUDO_EVENTS,
+    PSEUDO_TRIALS,
+    Evidence,
+    Pick,
+    Scan,
+    p_value,
+    segment,
+)
 from toolkit.incidents.summary import KINDS, empty, rows_frame
 
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
@@ -100,7 +108,12 @@ def find_incidents(
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     jobs = metrics.delivery_jobs(activity)
-    base_jobs = None if baseline is None else metrics.delivery_jobs(baseline)
+    base_jobs = None
+    if baseline is not None:
+        try:
+            base_jobs = metrics.delivery_jobs(baseline)
+        except ParameterError as error:
+            raise ParameterError("baseline", error.value, error.allowed) from None
     after, before = _window(activity, jobs)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
     checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
@@ -203,9 +216,9 @@ class _Found:
             self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)}
         self.notes = None
         if {"volume", "channel_volume"} & set(names):
-            self.notes = tables.notification_table(activity, jobs, grid)
+            self.notes = tables.notification_table(activity, grid)
             if baseline is not None:
-                self.base["notifications"] = tables.notification_table(baseline, base_jobs, grid)
+                self.base["notifications"] = tables.notification_table(baseline, grid)
         self.groups: dict[str, tables.Groups] = {}
 
     def table(self, name: str) -> pd.DataFrame:
@@ -245,7 +258,7 @@ class _Found:
             out_trials = scan.trials[parent].sum() - trials
         else:
             out_events, out_trials = scan.base[0][pick.group], scan.base[1][pick.group]
-        base_rate = (out_events + 0.5) / (out_trials + 1.0)
+        base_rate = (out_events + PSEUDO_EVENTS) / (out_trials + PSEUDO_TRIALS)
         rate = events / trials
         if spec.low:
             evident = trials * base_rate >= rule.min_events and rate * rule.min_ratio <= base_rate
@@ -388,10 +401,13 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 
 
 def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
-    """A lasting token/credential error: the subscribers it hit do not succeed again on that
-    provider (at most a fifth of those sent to again); when fewer than 3 were sent to again,
+    """A lasting token/credential error, refused for good (not retried): the subscribers it hit
+    do not succeed again on that provider (at most a fifth of those sent to again); when fewer
+    than 3 were sent to again,
     its code or message says token, credential, registration, 401/403/410... and none of them
     succeeded again (or it lasts to the end of the window)."""
+    if hit["retried"].mean() >= MOST:
+        return False  # the service retries it: a provider failing, not a credential refused
     later = jobs.iloc[row["first"] :]
     later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
     first_hit = hit.groupby("subscriber_id")["t"].min()

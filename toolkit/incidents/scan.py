@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import betainc
 
 #: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
@@ -55,8 +55,9 @@ class Scan:
     buckets; ``parent[g]`` is event group g's trial group).
 
     ``base`` (events, trials per group) replaces the rest of the window as the baseline.
-    ``rounds()`` yields each round's best disjoint periods; `tests` is how many periods the
-    first round examined (those with enough evidence), for the multiple-testing correction.
+    `first_round` gives each group's best period, `next_round` the next best apart from those
+    `mark`-ed; `tests` is how many periods the first round examined (those with enough
+    evidence), for the multiple-testing correction.
     """
 
     events: np.ndarray
@@ -101,11 +102,10 @@ class Scan:
         if self.base is None:
             k_out = events.sum(1)[:, None, None] - k
             n_out = trials.sum(1)[:, None, None] - n
-            enough_base = n_out >= rule.min_trials
         else:
             k_out = np.broadcast_to(self.base[0][groups][:, None, None], k.shape)
             n_out = np.broadcast_to(self.base[1][groups][:, None, None], k.shape)
-            enough_base = n_out >= rule.min_trials
+        enough_base = n_out >= rule.min_trials
         with np.errstate(invalid="ignore", divide="ignore"):
             base_rate = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
             rate = k / n
@@ -147,9 +147,11 @@ def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> f
     it does, were both rates the same (the baseline's own uncertainty is accounted for)."""
     total = events + base_events
     share = trials / (trials + base_trials)
+    # binom.cdf(events, total, share) and binom.sf(events - 1, total, share) as scipy.stats
+    # computes them (the same regularized incomplete beta), without importing scipy.stats (~0.6 s)
     if low:
-        return float(binom.cdf(events, total, share))
-    return float(binom.sf(events - 1, total, share))
+        return 1.0 if events >= total else float(betainc(total - events, events + 1, 1 - share))
+    return 1.0 if events <= 0 else float(betainc(events, total - events + 1, share))
 
 
 def segment(hits: np.ndarray, rate: float, base_rate: float) -> slice:

@@ -130,10 +130,10 @@ def _example(hit: pd.DataFrame, code: str | None, details: pd.DataFrame) -> str 
 
 def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
     if ongoing:
-        return f"since {start:%H:%M} on {start:%b %-d} (ongoing)"
+        return f"since {start:%H:%M} UTC on {start:%b %-d} (ongoing)"
     if start.date() == end.date():
-        return f"from {start:%H:%M} to {end:%H:%M} on {start:%b %-d}"
-    return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M}"
+        return f"from {start:%H:%M} to {end:%H:%M} UTC on {start:%b %-d}"
+    return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M} UTC"
 
 
 def _name(provider: str | None) -> str:
@@ -168,4 +168,4 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     else:
         text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
                 f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip
-    return f"{text} UTC: {impact}."
+    return f"{text}: {impact}."

@@ -81,9 +81,9 @@ def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) ->
     return table.sort_values("t", kind="stable").reset_index(drop=True)
 
 
-def notification_table(activity: Any, jobs: pd.DataFrame, grid: Grid) -> pd.DataFrame:
-    """Notifications sorted by ``at`` (their trigger), with the (channel, provider) pairs they
-    were sent on (``sent_on``: row positions per pair come from `groups`)."""
+def notification_table(activity: Any, grid: Grid) -> pd.DataFrame:
+    """Notifications sorted by ``at`` (their trigger), with ``t`` (ns) and ``bucket``; which
+    (channel, provider) each was sent on comes from `groups`."""
     notes = activity.notifications.drop_duplicates("notification_id")
     at = notes["created_at"].astype("datetime64[ns, UTC]")
     table = pd.DataFrame(

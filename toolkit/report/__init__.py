@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -211,7 +212,8 @@ def delivery_report(
 
     source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
     return report_window(read, now=client.now(), since=since, until=until, out=out,
-                         source=source, filters=filters, generated_at=generated_at, top=top)  # fmt: skip
+                         source=source, filters=filters, generated_at=generated_at, top=top,
+                         concurrent=True)  # fmt: skip
 
 
 def report_window(
@@ -225,6 +227,7 @@ def report_window(
     filters: Mapping[str, Any] | None = None,
     generated_at: datetime | None = None,
     top: int = 10,
+    concurrent: bool = False,
 ) -> Report:
     """Resolve a window, read it and the previous period with ``read``, and write their report:
     what `delivery_report` does, for any source of activity (a client, a store).
@@ -242,18 +245,20 @@ def report_window(
         The provenance of the source (``base_url``, ``environment``, a store's path, ...).
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
+    concurrent : bool
+        Read the previous period while the window is read (``read`` must be thread-safe).
     """
     out = check_out(out)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
-    activity = read(after, before)
     start = after - (before - after)
-    try:
-        previous, earlier = read(start, after), f"{to_iso(start)} to {to_iso(after)}"
-    except RetentionError as error:
-        previous = None
-        earlier = "not available: it starts before the plan's retention" + (
-            f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
-        )  # fmt: skip
+    if concurrent:  # the previous period is read while the window is
+        with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
+            earlier_read = pool.submit(_previous, read, start, after)
+            activity = read(after, before)
+            previous, earlier = earlier_read.result()
+    else:
+        activity = read(after, before)
+        previous, earlier = _previous(read, start, after)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     contents = _contents(activity, previous, None, top)
@@ -263,6 +268,16 @@ def report_window(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: datetime):
+    """The previous period's activity and its provenance text (None and why, beyond retention)."""
+    try:
+        return read(start, end), f"{to_iso(start)} to {to_iso(end)}"
+    except RetentionError as error:
+        return None, "not available: it starts before the plan's retention" + (
+            f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
+        )  # fmt: skip
 
 
 def _contents(activity, previous, incidents: pd.DataFrame | None, top: int) -> dict[str, Any]:
