@@ -428,6 +428,17 @@ def test_a_window_is_read_as_slices_that_never_page_deep(sandbox, faults, pinned
     assert max(pages) <= 2 and len(pages) > len(expected) / 10
 
 
+@pytest.mark.parametrize("pages", [4, 12, 34])  # fewer, about as many, more than expected
+def test_a_slice_asks_for_few_pages_past_its_end(pages):
+    from toolkit.pagination import ActivityPager
+
+    items = [{"_id": str(n)} for n in range(pages * 50 - 30)]  # the last page is short
+    fetch = lambda page, size: {"data": items[page * size : (page + 1) * size]}  # noqa: E731
+    pager = ActivityPager(fetch, workers=16, expected=1000)  # 20 pages: 10 at once, then by 5
+    assert pager.read() == items
+    assert pager.requested <= max(pager.eager + 1, pages + 5)  # page 0 came first, alone
+
+
 def test_a_sliced_read_is_exact_under_errors(sandbox, faults, pinned):
     before, rows = pinned
     after = rows[1500]["createdAt"]

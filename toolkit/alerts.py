@@ -1,7 +1,8 @@
 """Alerts: incidents found at each evaluation become one ``firing`` and one ``resolved`` alert.
 
 `Alerts.evaluate` takes the frame of `toolkit.find_incidents` (one evaluation, e.g. a Monitor's
-poll). An incident is identified by ``(kind, channel, provider_id, domain)``: it fires the first
+poll). An incident is identified by ``(channel, provider_id, domain)`` (not by its kind, which
+the detector may name differently as an incident goes on): it fires the first
 time it is found ongoing, and resolves once it has not been found ongoing at ``resolve_after``
 evaluations in a row (hysteresis: one quiet evaluation does not end it, so it does not flap).
 Each alert is passed to ``on_alert`` and, with a ``webhook_url``, POSTed as JSON with a
@@ -31,7 +32,7 @@ __all__ = ["ALERT_COLUMNS", "Alerts", "Webhook"]
 
 #: The columns of `Alerts.frame` (and the fields of each alert).
 ALERT_COLUMNS = ("at", "state", "kind", "channel", "provider_id", "error_code", "domain", "summary")
-_KEY = ("kind", "channel", "provider_id", "domain")
+_KEY = ("channel", "provider_id", "domain")
 _ICON = {"firing": "FIRING", "resolved": "RESOLVED"}
 
 
@@ -81,7 +82,9 @@ class Alerts:
 
     def evaluate(self, incidents: pd.DataFrame, at: datetime) -> list[dict[str, Any]]:
         """Update the state with one evaluation's incidents; return the alerts it raised."""
-        missing = [c for c in (*_KEY, "ongoing", "summary", "error_code") if c not in incidents]
+        missing = [
+            c for c in (*_KEY, "kind", "ongoing", "summary", "error_code") if c not in incidents
+        ]
         if not isinstance(incidents, pd.DataFrame) or missing:
             raise ParameterError("incidents", type(incidents).__name__, "the frame of toolkit.find_incidents")  # fmt: skip
         raised = []

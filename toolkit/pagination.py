@@ -109,7 +109,8 @@ class ActivityPager:
     expected : float
         Items the caller expects (an estimate): the pages after the first start at half as many
         pages at once (up to ``workers``) instead of ramping up from one; none past those is
-        asked for before the last of them comes back full.
+        asked for before the last of them comes back full, then a quarter of the estimate at a
+        time (each after the last comes back full), so little is asked for past the end.
     """
 
     def __init__(
@@ -158,6 +159,7 @@ class ActivityPager:
         self.end = end = self.pages  # pages at or past `end` are not needed
         following, in_flight = 1, self.eager
         horizon = self.horizon  # no page past it is asked for before it comes back full
+        step = math.ceil(self.eager / 2)  # a quarter of the estimate
         previous = first[0]
         try:
             yield first[0]
@@ -178,7 +180,7 @@ class ActivityPager:
                             if self._last(page, arrived[page]):
                                 self.end = end = page + 1
                             elif page >= horizon:
-                                horizon = math.inf
+                                horizon = page + step
                 items = arrived.pop(number)[0]
                 previous = self._check_repeat(previous, items, number)
                 if bar is not None:

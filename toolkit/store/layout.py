@@ -33,7 +33,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from toolkit import schemas
-from toolkit.frames import _array
 from toolkit.schemas import Column
 
 __all__ = ["SPECS", "TABLES", "arrow_schema", "day_of", "frame_from_arrow", "write_day"]
@@ -124,11 +123,12 @@ def frame_from_arrow(table: pa.Table, spec: Sequence[Column]) -> pd.DataFrame:
         if column.name not in table.column_names:
             continue
         values = table.column(column.name)
+        if column.dtype == schemas.CATEGORY:
+            data[column.name] = _categorical(values, column.categories)
+            continue
         if pa.types.is_dictionary(values.type):
             values = values.cast(pa.string())
-        if column.dtype == schemas.CATEGORY:
-            data[column.name] = _array(values.to_pylist(), column)
-        elif column.dtype == schemas.OBJECT:
+        if column.dtype == schemas.OBJECT:
             items = values.to_pylist()
             if column.name in JSON_COLUMNS:
                 items = [None if v is None else json.loads(v) for v in items]
@@ -140,6 +140,23 @@ def frame_from_arrow(table: pa.Table, spec: Sequence[Column]) -> pd.DataFrame:
         else:
             data[column.name] = pd.array(values, dtype=column.dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(table.num_rows))
+
+
+def _categorical(values: pa.ChunkedArray, known: tuple[str, ...]) -> pd.Categorical:
+    """Dictionary-encoded (or plain) text as the categorical of a direct read: the known
+    categories first, then the other values present, sorted."""
+    if not pa.types.is_dictionary(values.type):
+        values = pc.dictionary_encode(values)
+    array = values.unify_dictionaries().combine_chunks() if isinstance(values, pa.ChunkedArray) else values  # fmt: skip
+    if isinstance(array, pa.ChunkedArray):  # no chunks at all
+        array = pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    indices = pc.fill_null(array.indices, -1).to_numpy(zero_copy_only=False)
+    dictionary = array.dictionary.cast(pa.string()).to_pylist()
+    present = {dictionary[i] for i in np.unique(indices[indices >= 0])}
+    categories = [*known, *sorted(present.difference(known))]
+    position = {category: code for code, category in enumerate(categories)}
+    mapping = np.array([position.get(value, -1) for value in dictionary] + [-1], dtype=np.int32)
+    return pd.Categorical.from_codes(mapping[indices], categories=categories)
 
 
 def write_day(root: Path, day: str, tables: Sequence[pa.Table]) -> None:

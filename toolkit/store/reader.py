@@ -147,31 +147,33 @@ class Store:
             "notifications",
             needed,
         )
-        notifications = notifications.filter(_in_window(notifications, start, end))
+        notifications = _keep(notifications, _in_window(notifications, start, end))
         mask = filter_mask(notifications, filters)
         if mask is not None:
-            notifications = notifications.filter(mask)
+            notifications = _keep(notifications, mask)
         if limit is not None:
             notifications = notifications.slice(0, limit)
         ids = notifications["notification_id"]
-        tables = [notifications]
-        for table in layout.TABLES[1:]:
-            needed = wanted[table]
-            if needed is not None:
-                needed = list(dict.fromkeys(["notification_id", *needed]))
-            rows = _concat(
-                [read_file(layout.day_path(self.path, table, d), needed) for d in days],
-                table,
-                needed,
-            )
-            tables.append(rows.filter(pc.is_in(rows["notification_id"], ids)))
         provenance = self._provenance(filters, start, end)
         frames = []
-        for table, rows in zip(layout.TABLES, tables, strict=True):
+        for table in layout.TABLES:  # one table at a time: its Arrow copy is freed once converted
+            if table == "notifications":
+                rows = notifications
+            else:
+                needed = wanted[table]
+                if needed is not None:
+                    needed = list(dict.fromkeys(["notification_id", *needed]))
+                rows = _concat(
+                    [read_file(layout.day_path(self.path, table, d), needed) for d in days],
+                    table,
+                    needed,
+                )
+                rows = _keep(rows, pc.is_in(rows["notification_id"], ids))
             spec = layout.SPECS[table]
             if wanted[table] is not None:
                 spec = tuple(c for c in spec if c.name in wanted[table])
             frame = layout.frame_from_arrow(rows, spec)
+            del rows
             frame.attrs = dict(provenance)
             frames.append(frame)
         return Activity(*frames)
@@ -335,6 +337,11 @@ def _concat(tables: list[pa.Table], table: str, columns: list[str] | None) -> pa
     if not tables:
         return layout.arrow_schema(table, columns).empty_table()
     return pa.concat_tables(tables).unify_dictionaries()
+
+
+def _keep(table: pa.Table, mask) -> pa.Table:
+    """The rows of ``table`` where ``mask`` holds (``table`` itself when all do: no copy)."""
+    return table if pc.all(mask).as_py() is not False and len(table) else table.filter(mask)
 
 
 def _in_window(notifications: pa.Table, start, end) -> pa.ChunkedArray:
