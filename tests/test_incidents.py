@@ -120,6 +120,7 @@ def test_no_jobs_gives_an_empty_frame_with_every_column(planted):
         ("kinds", ["outage"]),
         ("kinds", "provider_outage"),
         ("freq", "soon"),
+        ("freq", "1s"),
         ("outage_rate", 0),
     ],  # fmt: skip
 )

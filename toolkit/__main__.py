@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 USAGE = """usage: python -m toolkit {sandbox,report,incidents,sync} [options]
@@ -34,4 +35,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if sys.argv[1:2] == ["report"]:
+        # Written and printed: exit without freeing the heap object by object (0.4-0.6 s of a
+        # report's run; the local sandbox has nothing to save).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

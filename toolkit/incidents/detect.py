@@ -26,6 +26,8 @@ from toolkit.incidents.summary import KINDS, empty, rows_frame
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
 FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6h", "12h", "1D")
 MAX_BUCKETS = 192
+#: The most buckets a given ``freq`` may make (the scan's work grows with their square).
+FREQ_LIMIT = 1440
 #: Fewer buckets than this: the window is too short to compare a period with the rest of it.
 MIN_BUCKETS = 6
 #: Error codes and messages that say a token or credential is no longer valid (any provider).
@@ -193,8 +195,11 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
             step = pd.Timedelta(freq)
         except (TypeError, ValueError):
             step = pd.Timedelta(0)
-        if pd.isna(step) or step <= pd.Timedelta(0):
-            raise ParameterError("freq", freq, "None (automatic) or a duration such as '15min'")
+        if pd.isna(step) or step <= pd.Timedelta(0) or span / step > FREQ_LIMIT:
+            raise ParameterError(
+                "freq", freq, f"None (automatic) or a duration giving at most {FREQ_LIMIT} "
+                f"buckets over the window ({span}), such as '15min'",
+            )  # fmt: skip
         return step
     for name in FREQS:
         if span / pd.Timedelta(name) <= MAX_BUCKETS:

@@ -18,8 +18,8 @@ from scipy.special import betainc
 
 #: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
-#: Groups scanned at once (bounds the memory of the all-periods arrays).
-CHUNK = 8
+#: Cells of the all-periods arrays computed at once (groups x periods: bounds their memory).
+CHUNK_CELLS = 250_000
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,9 @@ class Scan:
 
     def _round(self, groups: np.ndarray) -> tuple[list[Pick], int]:
         picks, tests = [], 0
-        for start in range(0, len(groups), CHUNK):
-            chunk = groups[start : start + CHUNK]
+        size = max(1, CHUNK_CELLS // (self.events.shape[1] + 1) ** 2)
+        for start in range(0, len(groups), size):
+            chunk = groups[start : start + size]
             found, counted = self._best(chunk)
             picks += found
             tests += counted
