@@ -118,29 +118,38 @@ class NotificationFactory:
         if not self.catalog.workflows or not self.catalog.subscribers:
             return []
         silent = [p for p in self._silent if p.start <= when < p.end]
-        for _ in range(REDRAWS):  # a trigger that a volume drop silences is drawn again
+        # A trigger that a volume drop silences is drawn again; only the first draw's silenced
+        # notifications are the drop's hits (the redraws stand in for them).
+        for attempt in range(REDRAWS):
             workflow = self.catalog.workflows[self._pick(*self._workflows)]
             if workflow.spec.topics:
-                stories = self._broadcast(when, workflow, limit, silent)
+                stories = self._broadcast(when, workflow, limit, silent, attempt == 0)
                 if stories:
                     return stories
                 continue
             subscriber = self._subscriber(workflow.spec.audience)
-            if not self._silenced(silent, when, workflow, subscriber):
+            if not self._silenced(silent, when, workflow, subscriber, attempt == 0):
                 return [self.build(when, subscriber, workflow)]
         return []
 
     def _silenced(
-        self, plans: list[IncidentPlan], when: datetime, workflow: Workflow, subscriber: dict
+        self,
+        plans: list[IncidentPlan],
+        when: datetime,
+        workflow: Workflow,
+        subscriber: dict,
+        record: bool = True,
     ) -> bool:
-        """Whether a volume drop suppresses this notification (recorded as its hit)."""
+        """Whether a volume drop suppresses this notification (recorded as its hit if
+        ``record``)."""
         for plan in plans:
             for channel in workflow.channels:
                 provider = self._provider(channel, subscriber)
                 if self._reachable(channel, subscriber) and plan.matches(
                     channel, provider, subscriber
                 ):
-                    self._hit(plan, when, None, subscriber)
+                    if record:
+                        self._hit(plan, when, None, subscriber)
                     return True
         return False
 
@@ -185,7 +194,12 @@ class NotificationFactory:
         return items[min(index, len(items) - 1)]
 
     def _broadcast(
-        self, when: datetime, workflow: Workflow, limit: int | None, silent: list[IncidentPlan]
+        self,
+        when: datetime,
+        workflow: Workflow,
+        limit: int | None,
+        silent: list[IncidentPlan],
+        record: bool = True,
     ) -> list[Story]:
         topics = [key for key in workflow.spec.topics if self.catalog.topics.get(key, ("", []))[1]]
         if not topics:
@@ -198,7 +212,7 @@ class NotificationFactory:
         return [
             self.build(when, person, workflow, topic=(topic_id, key), transaction_id=transaction_id)
             for person in people
-            if not silent or not self._silenced(silent, when, workflow, person)
+            if not silent or not self._silenced(silent, when, workflow, person, record)
         ]
 
     def _transaction_id(self) -> str:
