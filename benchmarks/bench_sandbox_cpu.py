@@ -17,10 +17,10 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import ROOT, baseline_tree
+
 #: The commit measured as the baseline (main before issue 11's sandbox work).
 BASELINE = "c96cddc"
 REQUESTS = 3_000
@@ -82,12 +82,8 @@ def measure(source: Path) -> float:
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory() as directory:
-        archive = subprocess.run(
-            ["git", "archive", BASELINE, "toolkit"], cwd=ROOT, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", directory], input=archive.stdout, check=True)
-        baseline = measure(Path(directory))
+    with baseline_tree(BASELINE) as directory:
+        baseline = measure(directory)
     current = measure(ROOT)
     ratio = current / baseline
     verdict = "met" if ratio <= TARGET else "NOT met"
