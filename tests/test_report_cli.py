@@ -85,3 +85,20 @@ def test_a_window_within_retention_is_reported_without_its_previous_period(
     assert html.count("previous period: not read") == 7  # every headline card
     printed = capsys.readouterr().out
     assert "findings: " in printed and "[previous" not in printed
+
+
+@pytest.mark.parametrize("command", ["incidents", "sync"])
+def test_every_command_names_its_own_flags_for_retention_and_environment(
+    command, monkeypatch, sandbox, tmp_path, capsys
+):
+    from toolkit.__main__ import main as toolkit_main
+
+    store = ["--store", str(tmp_path / "store")] if command == "sync" else []
+    since = _window(sandbox, 72)[:2]
+    monkeypatch.setenv("SVC_BASE_URL", sandbox.url)
+    monkeypatch.setenv("SVC_API_KEY", sandbox.api_keys["Globex/Development"])  # free: 24 h
+    assert toolkit_main([command, *store, *since]) == 2
+    error = capsys.readouterr().err
+    assert "retention" in error and "--since" in error and "'after'" not in error
+    assert toolkit_main([command, *store, "--environment", "Acme/Production"]) == 2
+    assert "leave --environment out" in capsys.readouterr().err

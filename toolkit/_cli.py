@@ -1,0 +1,82 @@
+"""What the commands that read the service share: their service and window options, how they
+connect, and how errors become one line on stderr and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from toolkit.errors import RetentionError, ServiceError, ToolkitError
+from toolkit.timeutil import to_iso
+
+#: How a command finds its service (the end of every such command's description).
+SERVICE = """The service is the one given by --base-url/--api-key, else by SVC_BASE_URL/SVC_API_KEY, else a
+local sandbox started for the run. Prefer the variable to --api-key: command lines are visible to
+other users of the machine. --environment picks an environment of the local sandbox; with a
+configured service, the API key decides the environment."""
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A command's parser, its description printed as written."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def add_window(parser: argparse.ArgumentParser, until: bool = True) -> None:
+    """``--since`` (default 7d) and, if ``until``, ``--until``."""
+    parser.add_argument("--since", default="7d", help="start: a duration before now (7d, 24h) or an ISO time (default 7d)")  # fmt: skip
+    if until:
+        parser.add_argument("--until", help="end: a duration before now or an ISO time (default now)")  # fmt: skip
+
+
+def add_service(parser: argparse.ArgumentParser) -> None:
+    """``--base-url``, ``--api-key`` and ``--environment``."""
+    parser.add_argument("--base-url", help="the service (default SVC_BASE_URL, else a local sandbox)")  # fmt: skip
+    parser.add_argument("--api-key", help="the API key (default SVC_API_KEY)")
+    parser.add_argument("--environment", help="with the local sandbox only: Organization/Environment to read")  # fmt: skip
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when argparse has printed usage or an error."""
+    try:
+        return parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exit:
+        return int(exit.code or 0)
+
+
+def connect(args: argparse.Namespace):
+    """The client the options of `add_service` name; ``--environment`` is refused with a
+    configured service (it would only relabel what the API key reads)."""
+    from toolkit.client import connect
+    from toolkit.config import Settings
+
+    if args.environment and Settings.resolve(args.base_url, args.api_key).configured:
+        raise ToolkitError(
+            f"--environment {args.environment!r} only selects an environment of the local "
+            "sandbox; with a configured service (SVC_BASE_URL/SVC_API_KEY or --base-url) "
+            "the API key decides the environment: leave --environment out"
+        )
+    return connect(args.base_url, args.api_key, environment=args.environment)
+
+
+def run(action: Callable[[], int]) -> int:
+    """``action()``, with the toolkit's errors printed as one line: 1 when the service failed,
+    2 for bad arguments or settings (a window beyond retention names ``--since``)."""
+    try:
+        return action()
+    except RetentionError as error:
+        earliest = f" of {to_iso(error.earliest)} or later" if error.earliest else ""
+        print(
+            f"error: the window starts before the plan's retention: use a --since{earliest} "
+            f"({error.method} {error.path} answered {error.status})",
+            file=sys.stderr,
+        )
+        return 2
+    except ServiceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (ToolkitError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
