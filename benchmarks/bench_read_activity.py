@@ -24,13 +24,12 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
 import requests
-from common import baseline_tree
+from common import baseline_tree, sandbox_process
 
 import toolkit
 from toolkit.timeutil import parse_time, to_iso
@@ -43,25 +42,6 @@ BEFORE = "b77a03f"
 #: The toolkit's reads are timed this many times (the best is kept): they are short, so the
 #: load of a shared machine moves them more than the 25 s of the plain loop.
 TOOLKIT_RUNS = 2
-
-
-@contextmanager
-def sandbox_process():
-    """``(base_url, api_key)`` of ``python -m toolkit sandbox`` running in a child process."""
-    command = [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--now", NOW,
-               "--latency-ms", str(LATENCY_MS)]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        for line in process.stdout:
-            if line.startswith("export "):
-                settings = dict(word.split("=", 1) for word in line.split()[1:])
-                break
-        else:
-            raise RuntimeError("the sandbox exited before printing its address")
-        yield settings["SVC_BASE_URL"], settings["SVC_API_KEY"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def plain_loop(url: str, api_key: str, window: dict[str, str]) -> pd.DataFrame:
@@ -128,7 +108,7 @@ def main() -> int:
         ),
     }
     rows = []
-    with sandbox_process() as (url, api_key):
+    with sandbox_process("--now", NOW, "--latency-ms", str(LATENCY_MS)) as (url, api_key):
         for label, (window, target) in windows.items():
             count, plain = timed(lambda: len(plain_loop(url, api_key, window)))  # noqa: B023
             gc.collect()

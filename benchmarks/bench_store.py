@@ -22,11 +22,11 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from common import sandbox_process
 
 import toolkit
 from toolkit.client import Client
@@ -36,25 +36,6 @@ from toolkit.store.state import State
 NOW = "2026-11-01T12:00:00Z"
 NOTIFICATIONS = 200_000
 BIG = 2_000_000
-
-
-@contextmanager
-def sandbox_process(notifications: int):
-    """``(base_url, api_key)`` of ``python -m toolkit sandbox`` running in a child process."""
-    command = [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--now", NOW,
-               "--notifications", str(notifications), "--subscribers", "20000"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        for line in process.stdout:
-            if line.startswith("export "):
-                settings = dict(word.split("=", 1) for word in line.split()[1:])
-                break
-        else:
-            raise RuntimeError("the sandbox exited before printing its address")
-        yield settings["SVC_BASE_URL"], settings["SVC_API_KEY"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def counting_client(url: str, key: str) -> tuple[Client, list[int]]:
@@ -87,7 +68,12 @@ def line(name: str, figure: str, baseline: str, ratio: float, target: str) -> No
 
 
 def bench_sync_and_deep() -> None:
-    with sandbox_process(NOTIFICATIONS) as (url, key), tempfile.TemporaryDirectory() as tmp:
+    with (
+        sandbox_process(
+            "--now", NOW, "--notifications", str(NOTIFICATIONS), "--subscribers", "20000"
+        ) as (url, key),
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         client, count = counting_client(url, key)
         seconds, first = timed(lambda: toolkit.sync(client, Path(tmp) / "s", since="14d"))
         sync_requests = count[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,3 +22,22 @@ def baseline_tree(commit: str) -> Iterator[Path]:
         )
         subprocess.run(["tar", "-x", "-C", directory], input=archive.stdout, check=True)
         yield Path(directory)
+
+
+@contextmanager
+def sandbox_process(*options: str) -> Iterator[tuple[str, str]]:
+    """``(base_url, api_key)`` of ``python -m toolkit sandbox --port 0 *options`` running in a
+    child process (as a real service would: its work does not share the benchmark's CPU time)."""
+    command = [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", *options]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:
+            if line.startswith("export "):
+                settings = dict(word.split("=", 1) for word in line.split()[1:])
+                break
+        else:
+            raise RuntimeError("the sandbox exited before printing its address")
+        yield settings["SVC_BASE_URL"], settings["SVC_API_KEY"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
