@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from datetime import UTC
 
 import pytest
 from conftest import Waits
@@ -397,13 +398,13 @@ def test_a_progress_bar_in_a_log_is_not_redrawn_many_times_a_second(sandbox, fau
 
 
 def test_time_slices_cut_a_window_newest_first_sharing_their_edges():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from toolkit.pagination import time_slices
 
     start, end = (
-        datetime(2026, 1, 1, tzinfo=timezone.utc),
-        datetime(2026, 1, 4, tzinfo=timezone.utc),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        datetime(2026, 1, 4, tzinfo=UTC),
     )
     slices = time_slices(start, end, 3)
     assert slices[0][1] == end and slices[-1][0] == start

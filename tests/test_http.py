@@ -10,7 +10,7 @@ import logging
 import random
 import socket
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -240,7 +240,7 @@ def test_categories_follow_the_service():
 def test_retry_after_accepts_seconds_and_http_dates():
     assert parse_retry_after("2") == 2.0
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
-    later = datetime.now(timezone.utc) + timedelta(seconds=30)
+    later = datetime.now(UTC) + timedelta(seconds=30)
     assert 25 < parse_retry_after(format_datetime(later, usegmt=True)) <= 30
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from test_charts import sample_activity
@@ -16,7 +16,7 @@ from toolkit.panels import (
     SubscriberPanel,
 )
 
-NOW = datetime(2026, 11, 1, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
 
 
 def _recorder(panel):
@@ -47,7 +47,7 @@ def test_to_read_kwargs_presets_and_custom_range():
     }
     custom = ActivityFilter(period="custom", after="2026-10-30T00:00:00Z", before="1h")
     kwargs = custom.to_read_kwargs(NOW)
-    assert kwargs["after"] == datetime(2026, 10, 30, tzinfo=timezone.utc)
+    assert kwargs["after"] == datetime(2026, 10, 30, tzinfo=UTC)
     assert kwargs["before"] == NOW - timedelta(hours=1)
     everything = ActivityFilter(severity=["high"], subscriber_ids="u1,u2", emails="a@x.com",
                                 transaction_id="tx", topic_key="k", failed_only=True,

@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from html import escape as _html_escape
 
 import numpy as np
@@ -35,7 +35,7 @@ from toolkit.report.cli import main
 from toolkit.schemas import CHANNELS
 from toolkit.timeutil import to_iso
 
-GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
+GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
 SECTIONS = ("report-header", "findings", "headline", "by-provider", "charts", "top-failures",
             "completeness", "glossary", "provenance")  # fmt: skip
 

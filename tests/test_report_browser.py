@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from toolkit.report import CHARTS, delivery_report, write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-dev-shm-usage"]  # fmt: skip
-GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
+GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The sandbox keeps its own copy of the service's enumerations (it imports nothing from the
 client side); these must stay equal to the client's, or one side would refuse what the other sends."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import get_args
 
 import pytest
@@ -62,8 +62,8 @@ def test_the_push_providers_are_the_same_on_both_sides():
 @pytest.mark.parametrize(
     "moment",
     [
-        datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc),
-        datetime(2024, 2, 29, 23, 59, 59, 999_999, tzinfo=timezone.utc),
+        datetime(2026, 11, 1, 12, 0, tzinfo=UTC),
+        datetime(2024, 2, 29, 23, 59, 59, 999_999, tzinfo=UTC),
         datetime(2026, 3, 1, 1, 2, 3, 4_000, tzinfo=timezone(timedelta(hours=-5))),
     ],
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -182,11 +182,7 @@ class RetentionError(ServiceError):
 
     def __init__(self, *args: Any, earliest: datetime | None = None, **kw: Any):
         self.earliest = earliest
-        when = (
-            earliest.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-            if earliest
-            else None
-        )
+        when = earliest.astimezone(UTC).isoformat(timespec="milliseconds") if earliest else None
         kw.setdefault(
             "hint",
             f"(use after >= {when.replace('+00:00', 'Z')})"
@@ -294,7 +290,7 @@ def _earliest(message: str) -> datetime | None:
         moment = datetime.fromisoformat(match.group().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def error_from_response(

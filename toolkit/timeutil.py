@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from toolkit.errors import ParameterError
 
@@ -26,7 +26,7 @@ _ALLOWED = (
 
 def utcnow() -> datetime:
     """The wall clock, as an aware UTC datetime."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_time(
@@ -69,7 +69,7 @@ def parse_time(
             raise ParameterError(name, value, _ALLOWED)
         return _utc(value.to_pydatetime() if hasattr(value, "to_pydatetime") else value)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
     raise ParameterError(name, value, _ALLOWED)
 
 
@@ -126,5 +126,5 @@ def to_iso(moment: datetime) -> str:
 
 def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

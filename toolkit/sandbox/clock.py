@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 def parse_instant(value: str | datetime) -> datetime:
@@ -12,13 +12,13 @@ def parse_instant(value: str | datetime) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def iso(moment: datetime) -> str:
     """Format as the service does: ``2026-11-22T05:07:57.123Z`` (sorts lexicographically)."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -34,7 +34,7 @@ class Clock:
     ):
         if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0 < speed <= 1e6:
             raise ValueError(f"clock_speed must be a number > 0, got {speed!r}")
-        self.start = parse_instant(start) if start is not None else datetime.now(timezone.utc)
+        self.start = parse_instant(start) if start is not None else datetime.now(UTC)
         self.speed = float(speed)
         self._timer = timer
         self._origin = timer()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import uvicorn
@@ -135,7 +135,7 @@ class Sandbox:
             spec.channel,
             provider_id,
             self.now(),
-            datetime.max.replace(tzinfo=timezone.utc),
+            datetime.max.replace(tzinfo=UTC),
             failure,
             failure_rate=float(failure_rate),
         )
