@@ -15,16 +15,14 @@ whatever their count.)
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import pandas as pd
+from common import seeded_documents
 
 from toolkit.frames import activity_frames
 from toolkit.incidents import find_incidents
-from toolkit.sandbox.seed import populate
-from toolkit.sandbox.store import Store
 
 #: Clocks the sweep runs at: weekdays and weekends, day and night.
 CLOCKS = ("2026-11-01T12:00:00Z", "2026-03-18T03:30:00Z", "2026-07-04T18:45:00Z")
@@ -59,20 +57,12 @@ def specs(seed: int) -> list[dict[str, Any]]:
 def seeded_activity(seed: int, now: str, notifications: int, incidents: Any = "default"):
     """The default environment's activity, as `read_activity` would return it, and what was
     planted in it."""
-    store = Store(":memory:")
-    tenancy = populate(store, seed=seed, now=now, notifications=notifications,
-                       subscribers=max(200, notifications // 10), incidents=incidents)  # fmt: skip
-    environment = tenancy["environments"][0]["id"]
-    with store.read() as db:
-        rows = db.execute(
-            "SELECT doc FROM notifications WHERE environment_id = ? ORDER BY created_at DESC",
-            (environment,),
-        ).fetchall()
-    store.close()
+    records, planted = seeded_documents(
+        seed, now, notifications, max(200, notifications // 10), incidents
+    )
     before = pd.Timestamp(now)
     provenance = {"after": before - pd.Timedelta("14D"), "before": before}
-    activity = activity_frames([json.loads(doc) for (doc,) in rows], provenance=provenance)
-    return activity, [i for i in tenancy["incidents"] if i["environment_id"] == environment]
+    return activity_frames(records, provenance=provenance), planted
 
 
 def matches(row: pd.Series, planted: dict, *, count: bool = True) -> bool:

@@ -14,33 +14,22 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
+from common import seeded_documents
 
 from toolkit.frames import activity_frames
-from toolkit.sandbox.seed import populate
-from toolkit.sandbox.store import Store
 
 NOW = "2026-11-01T12:00:00Z"
 
 
 def seeded_records(notifications: int) -> list[dict[str, Any]]:
     """The default environment's ActivityNotification documents, newest first."""
-    store = Store(":memory:")
-    tenancy = populate(store, seed=7, now=NOW, notifications=notifications, subscribers=2_000)
-    environment = tenancy["environments"][0]["id"]
-    with store.read() as db:
-        rows = db.execute(
-            "SELECT doc FROM notifications WHERE environment_id = ? ORDER BY created_at DESC",
-            (environment,),
-        ).fetchall()
-    store.close()
-    return [json.loads(doc) for (doc,) in rows]
+    return seeded_documents(7, NOW, notifications, 2_000)[0]
 
 
 def with_json_normalize(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, ...]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +43,25 @@ def sandbox_process(*options: str) -> Iterator[tuple[str, str]]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def seeded_documents(
+    seed: int, now: str, notifications: int, subscribers: int, incidents: Any = "default"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The default environment's ActivityNotification documents (newest first, what the service
+    serves, without HTTP) and the incidents planted in them."""
+    from toolkit.sandbox.seed import populate
+    from toolkit.sandbox.store import Store
+
+    store = Store(":memory:")
+    tenancy = populate(store, seed=seed, now=now, notifications=notifications,
+                       subscribers=subscribers, incidents=incidents)  # fmt: skip
+    environment = tenancy["environments"][0]["id"]
+    with store.read() as db:
+        rows = db.execute(
+            "SELECT doc FROM notifications WHERE environment_id = ? ORDER BY created_at DESC",
+            (environment,),
+        ).fetchall()
+    store.close()
+    planted = [i for i in tenancy["incidents"] if i["environment_id"] == environment]
+    return [json.loads(doc) for (doc,) in rows], planted
