@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 
@@ -10,6 +12,15 @@ class Waits(list):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+def wait_for(predicate, timeout: float = 120.0) -> None:
+    """Wait until ``predicate()`` is true (a condition, never a fixed time), failing after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting for a condition"
+        time.sleep(0.02)
 
 
 @pytest.fixture

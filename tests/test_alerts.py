@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
 
 import toolkit
+from tests.conftest import wait_for
 from toolkit.alerts import ALERT_COLUMNS, Alerts
 from toolkit.client import connect
 from toolkit.monitor import Monitor
@@ -50,13 +50,6 @@ def receiver():
     server = Receiver()
     yield server
     server.close()
-
-
-def wait_for(predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 
 import pandas as pd
 import pytest
 
 import toolkit
+from tests.conftest import wait_for
 from toolkit.client import connect
 from toolkit.errors import ParameterError, ServerError
 from toolkit.monitor import Monitor
@@ -40,13 +40,6 @@ class FakeTime:
     def sleep(self, seconds):
         self.slept.append(seconds)
         self.now += seconds
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def _direct(client, monitor):

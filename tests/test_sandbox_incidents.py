@@ -4,13 +4,13 @@ the description in `Sandbox.incidents`, and live outages in live traffic."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from datetime import timedelta
 
 import pytest
 import requests
 
+from tests.conftest import wait_for
 from toolkit.sandbox import IncidentSpec, start
 from toolkit.sandbox.clock import Clock, iso, parse_instant
 from toolkit.sandbox.seed import KINDS, populate
@@ -238,13 +238,6 @@ def test_the_clock_runs_at_its_speed():
     assert clock.now() == parse_instant(NOW) + timedelta(seconds=30)
     with pytest.raises(ValueError, match="clock_speed"):
         Clock(NOW, speed=0)
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_a_live_outage_fails_the_providers_sends_in_live_traffic_until_stopped():

@@ -9,13 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
 
+from tests.conftest import wait_for
 from toolkit.sandbox import Faults, start
 
 NOW = "2026-11-01T12:00:00Z"
@@ -56,13 +56,6 @@ def admin(sandbox, route, body=None):
     if body is None:
         return requests.get(url, timeout=10)
     return requests.post(url, json=body, timeout=10)
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 # --- start, stop, handle ------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import toolkit
+from tests.conftest import wait_for
 from toolkit.client import connect
 from toolkit.errors import ParameterError
 from toolkit.metrics import REQUIRED_COLUMNS, delivery_jobs, failure_rates
@@ -89,7 +90,7 @@ def test_second_sync_is_incremental_and_upserts(fresh_sandbox, tmp_path):
     fresh_sandbox.start_traffic(rate=50)
     try:
         store = toolkit.open_store(path)
-        _wait(lambda: len(client.list_activity(after=store.watermark)) >= 20)
+        wait_for(lambda: len(client.list_activity(after=store.watermark)) >= 20)
     finally:
         fresh_sandbox.stop_traffic()
     before = _requests(fresh_sandbox)
@@ -207,15 +208,6 @@ def test_damaged_file_is_named_and_repaired_by_a_sync(client, synced, tmp_path):
     assert store.window == (expected.attrs["after"], pd.Timestamp(result.before))
     assert json.loads((path / "state.json").read_text())["after"] == state["after"]
     _equal(store.read(before=expected.attrs["before"]), expected)
-
-
-def _wait(predicate, timeout=30.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_sync_command(sandbox, tmp_path, monkeypatch, capsys):
