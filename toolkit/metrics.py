@@ -317,7 +317,7 @@ def percentiles(
         raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
     if not all(0 <= q <= 1 for q in quantiles):
         raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
-    timed = jobs.dropna(subset=[measure])
+    timed = jobs.loc[jobs[measure].notna().to_numpy(), [*keys, measure]]
     grouped = timed.groupby(keys, observed=True, dropna=False, sort=True)[measure]
     table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
     table["n"] = grouped.size().astype("int64")
