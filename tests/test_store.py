@@ -14,7 +14,13 @@ import toolkit
 from tests.conftest import wait_for
 from toolkit.client import connect
 from toolkit.errors import ParameterError
-from toolkit.metrics import REQUIRED_COLUMNS, delivery_jobs, detail_counts, failure_rates
+from toolkit.metrics import (
+    COUNT_COLUMNS,
+    REQUIRED_COLUMNS,
+    delivery_jobs,
+    detail_counts,
+    failure_rates,
+)
 from toolkit.store import StoreError, StoreLockedError, layout
 from toolkit.store.state import writer_lock
 
@@ -90,6 +96,8 @@ def test_detail_counts_in_duckdb_equal_counting_the_frames(synced):
         assert counted.attrs["freq"] == pd.Timedelta(freq) and counted["count"].sum() == len(
             details
         )
+    none = store.detail_counts(transaction_id="no-such-transaction")
+    assert none.empty and none.dtypes.astype(str).to_dict() == {k: str(pd.Series(dtype=v).dtype) for k, v in COUNT_COLUMNS.items()}  # fmt: skip
     with pytest.raises(ParameterError, match="freq='soon'"):
         store.detail_counts(freq="soon")
 
@@ -111,6 +119,8 @@ def test_a_store_report_equals_the_report_of_every_row(synced, tmp_path):
         )  # fmt: skip
         assert lean.path.read_bytes() == full.path.read_bytes()
         assert lean.previous is not None
+    empty = store.report("1d", out=tmp_path / "empty.html", transaction_id="no-such-transaction")
+    assert empty.headline["delivery_jobs"] == 0 and "no data" in empty.path.read_text()
 
 
 def test_second_sync_is_incremental_and_upserts(fresh_sandbox, tmp_path):

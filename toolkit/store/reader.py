@@ -232,14 +232,12 @@ class Store:
             f" count(*) AS count FROM read_parquet($1) WHERE {_CHOSEN}"
             f" GROUP BY ALL ORDER BY created_at, {keys}"
         )
-        schema = pa.schema(
-            [("created_at", pa.int64()), *layout.arrow_schema("execution_details", keys.split(", ")),
-             ("count", pa.int64())]
-        )  # fmt: skip
+        stored = layout.arrow_schema("execution_details")
+        schema = pa.schema([("created_at", pa.int64()), *(stored.field(k) for k in keys.split(", ")), ("count", pa.int64())])  # fmt: skip
         with self._duckdb(start, end, notifications) as (con, files):
             counts = _query(con, query, files["execution_details"], schema)
         counts = counts.to_pandas().astype({"created_at": "datetime64[us, UTC]"})
-        counts = counts.astype(COUNT_COLUMNS)
+        counts = counts[list(COUNT_COLUMNS)].astype(COUNT_COLUMNS)
         counts.attrs["freq"] = step
         return counts
 
