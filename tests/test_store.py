@@ -14,7 +14,13 @@ import toolkit
 from tests.conftest import wait_for
 from toolkit.client import connect
 from toolkit.errors import ParameterError
-from toolkit.metrics import REQUIRED_COLUMNS, delivery_jobs, failure_rates
+from toolkit.metrics import (
+    COUNT_COLUMNS,
+    REQUIRED_COLUMNS,
+    delivery_jobs,
+    detail_counts,
+    failure_rates,
+)
 from toolkit.store import StoreError, StoreLockedError, layout
 from toolkit.store.state import writer_lock
 
@@ -79,6 +85,42 @@ def test_metrics_from_only_the_required_columns(synced):
     found = toolkit.find_incidents(full)
     assert len(found) > 0  # the planted incidents of the last days
     pd.testing.assert_frame_equal(toolkit.find_incidents(lean), found)
+
+
+def test_detail_counts_in_duckdb_equal_counting_the_frames(synced):
+    store = toolkit.open_store(synced[0])
+    for window, filters, freq in ((("3d", None), {}, "1h"), (("30h", "2h"), {"channels": "sms"}, "15min")):  # fmt: skip
+        details = store.read(*window, **filters).execution_details
+        counted = store.detail_counts(*window, freq=freq, **filters)
+        pd.testing.assert_frame_equal(counted, detail_counts(details, freq))
+        assert counted.attrs["freq"] == pd.Timedelta(freq) and counted["count"].sum() == len(
+            details
+        )
+    none = store.detail_counts(transaction_id="no-such-transaction")
+    assert none.empty and none.dtypes.astype(str).to_dict() == {k: str(pd.Series(dtype=v).dtype) for k, v in COUNT_COLUMNS.items()}  # fmt: skip
+    with pytest.raises(ParameterError, match="freq='soon'"):
+        store.detail_counts(freq="soon")
+
+
+def test_a_store_report_equals_the_report_of_every_row(synced, tmp_path):
+    """`Store.report` counts and reduces the execution details in DuckDB: the same bytes as the
+    report of the whole frames read from the store."""
+    from toolkit.report import report_window
+
+    store = toolkit.open_store(synced[0])
+    source = {"base_url": store._state.base_url, "environment": store._state.environment,
+              "store": str(store.path)}  # fmt: skip
+    for since, filters in (("1d", {"channels": ["email", "sms"]}), ("36h", {})):
+        lean = store.report(since, out=tmp_path / "lean.html", **filters)
+        full = report_window(
+            lambda after, before: store.read(after, before, **filters),  # noqa: B023
+            now=store.watermark, since=since, out=tmp_path / "full.html", source=source,
+            filters=filters,
+        )  # fmt: skip
+        assert lean.path.read_bytes() == full.path.read_bytes()
+        assert lean.previous is not None
+    empty = store.report("1d", out=tmp_path / "empty.html", transaction_id="no-such-transaction")
+    assert empty.headline["delivery_jobs"] == 0 and "no data" in empty.path.read_text()
 
 
 def test_second_sync_is_incremental_and_upserts(fresh_sandbox, tmp_path):

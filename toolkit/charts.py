@@ -1,7 +1,8 @@
 """Plotly charts of activity frames: pure functions, frames in, ``go.Figure`` out.
 
 Charts only draw: every number they show comes from `toolkit.metrics`. Charts of execution
-details take ``activity.execution_details``; charts of delivery jobs (outcomes, timings,
+details take ``activity.execution_details`` or their `metrics.detail_counts` (as a store
+counts them, for windows too large to load); charts of delivery jobs (outcomes, timings,
 failures) take ``metrics.delivery_jobs(activity)`` or the Activity itself. Any other frame is
 refused with a `ParameterError` naming the frame expected. Every chart colours execution-detail statuses with `STATUS_COLORS` and orders them by
 `STATUS_ORDER` (the report uses the same two). Known categories come first in their vocabulary's
@@ -95,20 +96,14 @@ def status_by_channel(details: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        ``activity.execution_details``.
+        ``activity.execution_details``, or their `metrics.detail_counts`.
     """
-    _details(details)
+    counts = _counted(details)
     title = "Execution details by channel and status"
-    if details.empty:
+    if counts.empty:
         return _empty(title)
-    channel = _labels(details["channel"])
-    return _stacked(
-        channel,
-        _labels(details["status"]),
-        _ordered(channel, STEP_TYPES),
-        title,
-        "channel",
-    )
+    channel = _labels(counts["channel"])
+    return _stacked(counts, channel, _ordered(channel, STEP_TYPES), title, "channel")
 
 
 def status_by_provider(details: pd.DataFrame) -> go.Figure:
@@ -117,14 +112,14 @@ def status_by_provider(details: pd.DataFrame) -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        ``activity.execution_details``.
+        ``activity.execution_details``, or their `metrics.detail_counts`.
     """
-    _details(details)
+    counts = _counted(details)
     title = "Execution details by provider and status"
-    if details.empty:
+    if counts.empty:
         return _empty(title)
-    provider = _labels(details["provider_id"])
-    return _stacked(provider, _labels(details["status"]), _by_size(provider), title, "provider")
+    provider = _labels(counts["provider_id"])
+    return _stacked(counts, provider, _by_size(provider, counts["count"]), title, "provider")
 
 
 def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
@@ -133,18 +128,19 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
     Parameters
     ----------
     details : DataFrame
-        ``activity.execution_details``.
+        ``activity.execution_details``, or their `metrics.detail_counts` (in buckets that
+        divide ``freq``).
     freq : str
         Bucket width, a fixed width such as ``"15min"``, ``"1h"``, ``"1D"``.
     """
-    _details(details)
-    step = _bucket_width(freq)
+    step = metrics.bucket_width(freq)
+    counts = _counted(details, freq)
     title = f"Execution details per {freq} by status"
-    if details.empty:
+    if counts.empty:
         return _empty(title)
-    bucket = details["created_at"].dt.floor(step)
+    bucket = counts["created_at"].dt.floor(step)
     buckets = pd.date_range(bucket.min(), bucket.max(), freq=step)
-    return _stacked(bucket, _labels(details["status"]), list(buckets), title, "time")
+    return _stacked(counts, bucket, list(buckets), title, "time")
 
 
 def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Figure:
@@ -162,7 +158,7 @@ def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Fi
         out of two jobs is not a 50 % failure rate worth a spike.
     """
     jobs = _delivery_jobs(jobs)
-    step = _bucket_width(freq)
+    step = metrics.bucket_width(freq)
     title = f"Failure rate per provider ({freq} buckets)"
     timed = jobs.assign(
         provider=_labels(jobs["provider_id"]), bucket=jobs["started_at"].dt.floor(step)
@@ -380,12 +376,19 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
     return fig
 
 
-def _details(frame: Any) -> None:
-    """Refuse anything but an execution-details frame."""
-    if not isinstance(frame, pd.DataFrame) or "execution_detail_id" not in frame.columns:
-        raise ParameterError(
-            "details", _kind(frame), "execution details (activity.execution_details)"
-        )
+def _counted(frame: Any, freq: str | None = None) -> pd.DataFrame:
+    """`metrics.detail_counts` of an execution-details frame (in buckets of ``freq``), or such
+    counts themselves when their buckets divide ``freq``; anything else is refused."""
+    if isinstance(frame, pd.DataFrame) and "execution_detail_id" in frame.columns:
+        return metrics.detail_counts(frame, freq or "1D")
+    if isinstance(frame, pd.DataFrame) and "freq" in frame.attrs and list(frame.columns) == list(metrics.COUNT_COLUMNS):  # fmt: skip
+        width = frame.attrs["freq"]
+        if freq is not None and metrics.bucket_width(freq) % width:
+            raise ParameterError("freq", freq, f"a multiple of the counts' bucket width ({width})")
+        return frame
+    raise ParameterError(
+        "details", _kind(frame), "execution details (activity.execution_details) or their metrics.detail_counts"
+    )  # fmt: skip
 
 
 def _delivery_jobs(data: Any) -> pd.DataFrame:
@@ -459,16 +462,24 @@ def _empty(title: str) -> go.Figure:
 
 
 def _stacked(
-    x: pd.Series, status: pd.Series, categories: Sequence, title: str, xaxis: str
+    counts: pd.DataFrame, x: pd.Series, categories: Sequence, title: str, xaxis: str
 ) -> go.Figure:
-    """One bar trace per status (in `STATUS_ORDER`), counts over ``categories``."""
-    counts = pd.crosstab(x, status).reindex(categories, fill_value=0)
+    """One bar trace per status (in `STATUS_ORDER`): the ``counts`` summed over ``categories``
+    of ``x``."""
+    status = _labels(counts["status"])
+    table = (
+        pd.DataFrame({"x": x, "status": status, "count": counts["count"]})
+        .groupby(["x", "status"], sort=False)["count"]
+        .sum()
+        .unstack(fill_value=0)
+        .reindex(categories, fill_value=0)
+    )
     fig = _figure(title, xaxis, "execution details", barmode="stack")
     for name in _ordered(status, STATUS_ORDER):
         fig.add_bar(
             name=name,
             x=list(categories),
-            y=counts[name].astype(int).tolist(),
+            y=table[name].astype(int).tolist(),
             marker_color=status_color(name),
         )
     return fig
@@ -485,20 +496,10 @@ def _ordered(values: Iterable, known: Sequence[str]) -> list[str]:
     return [v for v in known if v in present] + sorted(present.difference(known))
 
 
-def _by_size(values: pd.Series) -> list[str]:
-    """The distinct ``values``, most frequent first (ties by name)."""
-    counts = values.value_counts()
-    return sorted(counts.index, key=lambda v: (-counts[v], v))
-
-
-def _bucket_width(freq: str) -> pd.Timedelta:
-    try:
-        step = pd.Timedelta(freq)
-    except (TypeError, ValueError):
-        step = None
-    if step is None or step <= pd.Timedelta(0):
-        raise ParameterError("freq", freq, "a fixed bucket width such as '15min', '1h' or '1D'")
-    return step
+def _by_size(values: pd.Series, weights: pd.Series) -> list[str]:
+    """The distinct ``values``, largest total weight first (ties by name)."""
+    totals = weights.groupby(values.to_numpy(), sort=False).sum()
+    return sorted(totals.index, key=lambda v: (-totals[v], v))
 
 
 def _shorten(text: str, width: int) -> str:

@@ -20,10 +20,13 @@ from toolkit.errors import ParameterError
 from toolkit.schemas import CHANNELS, IN_FLIGHT_STATUSES
 
 __all__ = [
+    "COUNT_COLUMNS",
     "DEFINITIONS",
     "OUTCOMES",
     "REQUIRED_COLUMNS",
+    "bucket_width",
     "delivery_jobs",
+    "detail_counts",
     "email_domain",
     "failure_rates",
     "percentiles",
@@ -87,6 +90,15 @@ REQUIRED_COLUMNS = {
         "error_text",
     ),
     "execution_details": ("job_id", "status", "created_at", "raw"),
+}
+
+#: The columns of `detail_counts`, with their dtypes.
+COUNT_COLUMNS = {
+    "created_at": "datetime64[ns, UTC]",
+    "channel": "string",
+    "provider_id": "string",
+    "status": "string",
+    "count": "int64",
 }
 
 _JOB_COLUMNS = {
@@ -167,6 +179,45 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
     delay = pd.Series(first_success, dtype="datetime64[ns, UTC]") - triggered
     frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
+
+
+def detail_counts(details: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
+    """Execution details counted per time bucket, channel, provider and status: what the status
+    charts draw, small for any window (a store counts them in DuckDB: `Store.detail_counts`).
+
+    Parameters
+    ----------
+    details : DataFrame
+        ``activity.execution_details``.
+    freq : str
+        Bucket width: ``created_at`` is floored to it (from the Unix epoch).
+
+    Returns
+    -------
+    DataFrame
+        `COUNT_COLUMNS` (``created_at`` the bucket's start; missing values form their own
+        group), sorted by them; ``attrs["freq"]`` holds the width as a Timedelta.
+    """
+    step = bucket_width(freq)
+    keys = {
+        "created_at": details["created_at"].dt.floor(step),
+        **{key: details[key].astype("string") for key in ("channel", "provider_id", "status")},
+    }
+    grouped = pd.DataFrame(keys).groupby(list(keys), dropna=False, sort=True)
+    counts = grouped.size().rename("count").reset_index().astype(COUNT_COLUMNS)
+    counts.attrs["freq"] = step
+    return counts
+
+
+def bucket_width(freq: str) -> pd.Timedelta:
+    """``freq`` (``"15min"``, ``"1h"``, ``"1D"``) as a positive Timedelta, or `ParameterError`."""
+    try:
+        step = pd.Timedelta(freq)
+    except (TypeError, ValueError):
+        step = None
+    if step is None or step <= pd.Timedelta(0):
+        raise ParameterError("freq", freq, "a fixed bucket width such as '15min', '1h' or '1D'")
+    return step
 
 
 def time_to_send(jobs: pd.DataFrame) -> pd.Series:
@@ -266,7 +317,7 @@ def percentiles(
         raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
     if not all(0 <= q <= 1 for q in quantiles):
         raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
-    timed = jobs.dropna(subset=[measure])
+    timed = jobs.loc[jobs[measure].notna().to_numpy(), [*keys, measure]]
     grouped = timed.groupby(keys, observed=True, dropna=False, sort=True)[measure]
     table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
     table["n"] = grouped.size().astype("int64")
@@ -304,8 +355,10 @@ def top_failures(
     failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
     ids = pd.Series(dtype="string")
     if notifications is not None:
-        ids = notifications.drop_duplicates("notification_id").set_index("notification_id")
-        ids = ids["transaction_id"].astype("string")
+        ids = notifications[["notification_id", "transaction_id"]].drop_duplicates(
+            "notification_id"
+        )
+        ids = ids.set_index("notification_id")["transaction_id"].astype("string")
     grouped = failed.groupby(keys, observed=True, dropna=False, sort=False)
     table = grouped.agg(
         failed=("job_id", "size"),

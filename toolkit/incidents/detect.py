@@ -71,6 +71,7 @@ def find_incidents(
     activity: Any,
     *,
     baseline: Any = None,
+    jobs: pd.DataFrame | None = None,
     kinds: list[str] | tuple[str, ...] | None = None,
     alpha: float = 0.01,
     min_jobs: int = 10,
@@ -87,6 +88,8 @@ def find_incidents(
         From ``read_activity`` or a store (`toolkit.metrics.REQUIRED_COLUMNS` at least).
     baseline : Activity, optional
         What normal looks like (e.g. the week before); default: the rest of the window.
+    jobs : DataFrame, optional
+        ``metrics.delivery_jobs(activity)``, if already computed.
     kinds : list of str, optional
         Report only these `KINDS` (default all).
     alpha : float
@@ -109,7 +112,7 @@ def find_incidents(
         examined (window, bucket width, jobs, periods tested).
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
-    jobs = metrics.delivery_jobs(activity)
+    jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
     base_jobs = None
     if baseline is not None:
         try:

@@ -63,7 +63,9 @@ def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) ->
     slow_above = metrics.time_to_send(reference).groupby(_pair(reference)).quantile(SLOW_QUANTILE)
     limit = _pair(jobs).map(slow_above).astype("float64")
     in_flight = outcome.eq("in_flight").fillna(False).to_numpy()
-    table = jobs.assign(
+    unused = ["triggered_at", "final_status", "outcome", "time_to_deliver_s", "job_duration_s",
+              "failed_attempts"]  # fmt: skip
+    table = jobs.drop(columns=unused).assign(  # the sort below copies what is kept
         at=at,
         t=at.array.asi8,
         bucket=grid.of(at),
@@ -84,7 +86,8 @@ def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) ->
 def notification_table(activity: Any, grid: Grid) -> pd.DataFrame:
     """Notifications sorted by ``at`` (their trigger), with ``t`` (ns) and ``bucket``; which
     (channel, provider) each was sent on comes from `groups`."""
-    notes = activity.notifications.drop_duplicates("notification_id")
+    notes = activity.notifications[["notification_id", "workflow_identifier", "created_at"]]
+    notes = notes.drop_duplicates("notification_id")
     at = notes["created_at"].astype("datetime64[ns, UTC]")
     table = pd.DataFrame(
         {
@@ -155,7 +158,7 @@ def groups(table: pd.DataFrame, spec: Spec, jobs: pd.DataFrame | None = None) ->
 def _sent_on(notes: pd.DataFrame, jobs: pd.DataFrame, spec: Spec) -> Groups:
     """Volume: every notification is a trial; it is an event of each (channel, provider) it
     was sent on (a job neither skipped nor canceled)."""
-    sent = jobs[jobs["attempted"].to_numpy()]
+    sent = jobs.loc[jobs["attempted"].to_numpy(), ["notification_id", *spec.split]]
     position = metrics.positions(notes["notification_id"], sent["notification_id"])
     sent = sent[position >= 0].assign(row=position[position >= 0])
     sent = sent.drop_duplicates(["row", *spec.split])

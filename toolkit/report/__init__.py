@@ -42,6 +42,8 @@ from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = [
     "COLUMNS",
+    "COUNTED_COLUMNS",
+    "Period",
     "Report",
     "build_report",
     "check_out",
@@ -66,15 +68,18 @@ CHARTS = (
 )
 
 #: The columns of each activity frame the report reads: the measures' (`metrics.REQUIRED_COLUMNS`)
-#: plus what the charts, the top failures and the findings' examples show.
+#: plus what the funnel and the top failures show. The status charts also count every execution
+#: detail by channel and provider (`metrics.detail_counts`) unless given the counts.
 COLUMNS = {
     name: tuple(dict.fromkeys((*metrics.REQUIRED_COLUMNS[name], *extra)))
     for name, extra in (
         ("notifications", ("transaction_id", "status")),
         ("jobs", ()),
-        ("execution_details", ("execution_detail_id", "channel", "provider_id", "raw")),
+        ("execution_details", ()),
     )
 }
+#: What the status charts need of the execution details when their counts are not given.
+COUNTED_COLUMNS = ("created_at", "channel", "provider_id", "status", "execution_detail_id")
 
 _LABELS = {
     "base_url": "Service",
@@ -89,6 +94,26 @@ _RETENTION = (
     "The service keeps activity for its plan's retention (24 hours on a free plan, 7 days on pro, "
     "90 days on team and business): an older window cannot be read, nor compared with."
 )
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period as a reader that computes part of the report gives it (a store, at scale).
+
+    Attributes
+    ----------
+    activity : Activity
+        Its notifications with their `COLUMNS`; of its execution details, at least the
+        ``Failed`` ones (the findings' examples); its jobs are not read.
+    jobs : DataFrame
+        ``metrics.delivery_jobs`` of the whole period.
+    counts : DataFrame
+        ``metrics.detail_counts`` of its execution details, hourly.
+    """
+
+    activity: Any
+    jobs: pd.DataFrame
+    counts: pd.DataFrame
 
 
 @dataclass(frozen=True)
@@ -110,6 +135,7 @@ def build_report(
     generated_at: datetime,
     previous=None,
     incidents: pd.DataFrame | None = None,
+    counts: pd.DataFrame | None = None,
     top: int = 10,
 ) -> str:
     """The report of ``activity`` as one HTML document.
@@ -128,6 +154,10 @@ def build_report(
         The previous period of the same length, for the headline's changes.
     incidents : DataFrame, optional
         ``toolkit.find_incidents(activity)``, if already computed.
+    counts : DataFrame, optional
+        ``metrics.detail_counts(activity.execution_details)`` (hourly), if already counted (a
+        store counts them in DuckDB); without them the execution details need the
+        `COUNTED_COLUMNS` too.
     top : int
         Rows of the top-failures table and bars of the failure-reasons chart.
 
@@ -136,7 +166,13 @@ def build_report(
     ParameterError
         A provenance key names a secret, or a frame lacks a column of `COLUMNS`.
     """
-    return _render(_contents(activity, previous, incidents, top), provenance, generated_at)
+    before = None if previous is None else _headline_of(previous)
+    if counts is None:
+        period = _period(activity, "activity")
+    else:
+        _check_columns(activity, "activity", counted=False)
+        period = Period(activity, metrics.delivery_jobs(activity), counts)
+    return _render(_contents(period, before, incidents, top), provenance, generated_at)
 
 
 def write_report(path: str | Path, activity, **options: Any) -> Path:
@@ -235,8 +271,9 @@ def report_window(
     Parameters
     ----------
     read : callable
-        ``read(after, before) -> Activity``; it may raise `RetentionError` for a previous period
-        it cannot serve (the report then says so and shows no changes).
+        ``read(after, before) -> Activity`` (or a `Period`, when it computes the delivery jobs
+        and detail counts itself); it may raise `RetentionError` for a previous period it
+        cannot serve (the report then says so and shows no changes).
     now : datetime
         What ``since``/``until`` count back from; the default ``generated_at``.
     since, until, out, generated_at, top
@@ -256,12 +293,12 @@ def report_window(
             earlier_read = pool.submit(_previous, read, start, after)
             activity = read(after, before)
             previous, earlier = earlier_read.result()
-    else:
-        activity = read(after, before)
+    else:  # the previous period first: only its headline is kept
         previous, earlier = _previous(read, start, after)
+        activity = read(after, before)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
-    contents = _contents(activity, previous, None, top)
+    contents = _contents(_period(activity, "activity"), previous, None, top)
     out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
     return Report(path=out, headline=contents["headline"], previous=contents["previous"],
                   findings=contents["incidents"], provenance=provenance)  # fmt: skip
@@ -271,27 +308,41 @@ def report_window(
 
 
 def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: datetime):
-    """The previous period's activity and its provenance text (None and why, beyond retention)."""
+    """The previous period's headline figures (its activity is not kept) and its provenance
+    text; None and why when it is beyond the retention."""
     try:
-        return read(start, end), f"{to_iso(start)} to {to_iso(end)}"
+        previous = read(start, end)
     except RetentionError as error:
         return None, "not available: it starts before the plan's retention" + (
             f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
         )  # fmt: skip
+    return _headline_of(previous), f"{to_iso(start)} to {to_iso(end)}"
 
 
-def _contents(activity, previous, incidents: pd.DataFrame | None, top: int) -> dict[str, Any]:
-    """Everything the report shows, computed (no HTML yet)."""
-    _check_columns(activity, "activity")
-    jobs = metrics.delivery_jobs(activity)
+def _headline_of(previous) -> dict[str, Any]:
+    """The headline figures of the previous period (an Activity or a `Period`)."""
+    if isinstance(previous, Period):
+        return headline(previous.activity, previous.jobs)
+    _check_columns(previous, "previous", counted=False)
+    return headline(previous)
+
+
+def _period(read: Any, name: str) -> Period:
+    """What ``read`` gave, as a `Period` (its delivery jobs and detail counts computed)."""
+    if isinstance(read, Period):
+        return read
+    _check_columns(read, name, counted=True)
+    return Period(read, metrics.delivery_jobs(read), metrics.detail_counts(read.execution_details))
+
+
+def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
+    """Everything the report shows, computed (no HTML yet); ``before``: the previous period's
+    headline figures."""
+    activity, jobs, counts = period.activity, period.jobs, period.counts
     if incidents is None:
         from toolkit.incidents import find_incidents
 
-        incidents = find_incidents(activity)
-    before = None
-    if previous is not None:
-        _check_columns(previous, "previous")
-        before = headline(previous)
+        incidents = find_incidents(activity, jobs=jobs)
     failures = metrics.top_failures(jobs, activity.notifications, top=top)
     labels = ["channel", "provider_id", "error_code", "error_text"]
     failures[labels] = failures[labels].astype("string").fillna(charts.MISSING)
@@ -303,7 +354,7 @@ def _contents(activity, previous, incidents: pd.DataFrame | None, top: int) -> d
         "providers": provider_table(jobs),
         "charts": [
             {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
-            for element_id, figure in _figures(activity, jobs, top).items()
+            for element_id, figure in _figures(activity, jobs, counts, top).items()
         ],
         "failures": [
             {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
@@ -367,8 +418,12 @@ def _completeness(contents: dict[str, Any], provenance: Mapping[str, Any]) -> li
     return notes
 
 
-def _check_columns(activity, name: str) -> None:
+def _check_columns(activity, name: str, *, counted: bool) -> None:
+    """Refuse an Activity without the `COLUMNS` (and the `COUNTED_COLUMNS`, when ``counted``:
+    the report counts its execution details itself)."""
     for frame_name, needed in COLUMNS.items():
+        if counted and frame_name == "execution_details":
+            needed = tuple(dict.fromkeys((*needed, *COUNTED_COLUMNS)))
         frame = getattr(activity, frame_name, None)
         if not isinstance(frame, pd.DataFrame):
             raise ParameterError(name, type(activity).__name__, "an Activity (notifications, jobs, execution_details)")  # fmt: skip
@@ -404,26 +459,26 @@ def _figure_html(fig, div_id: str) -> str:
     )
 
 
-def _figures(activity, jobs: pd.DataFrame, top: int) -> dict[str, Any]:
-    """The figures of `CHARTS`, by element id."""
-    details = activity.execution_details
-    freq, rate_freq = _buckets(details)
+def _figures(activity, jobs: pd.DataFrame, counts: pd.DataFrame, top: int) -> dict[str, Any]:
+    """The figures of `CHARTS`, by element id; ``counts``: the hourly `metrics.detail_counts`."""
+    freq, rate_freq = _buckets(counts)
     figures = (
-        charts.status_by_channel(details),
-        charts.status_timeline(details, freq),
+        charts.status_by_channel(counts),
+        charts.status_timeline(counts, freq),
         charts.failure_rate_by_provider(jobs, rate_freq),
         charts.failure_reasons(jobs, top),
         charts.time_to_deliver(jobs),
         charts.delivery_funnel(activity),
-        charts.status_by_provider(details),
+        charts.status_by_provider(counts),
     )
     return dict(zip(CHARTS, figures, strict=True))
 
 
-def _buckets(details: pd.DataFrame) -> tuple[str, str]:
-    """Bucket widths of the status timeline and of the (noisier) failure rates, by data span:
-    up to 2 days hourly for both; up to 8 days hourly and 6-hourly; then 6-hourly and daily."""
-    span = details["created_at"].max() - details["created_at"].min() if len(details) else None
+def _buckets(counts: pd.DataFrame) -> tuple[str, str]:
+    """Bucket widths of the status timeline and of the (noisier) failure rates, by the span of
+    the hours with execution details: up to 2 days hourly for both; up to 8 days hourly and
+    6-hourly; then 6-hourly and daily."""
+    span = counts["created_at"].max() - counts["created_at"].min() if len(counts) else None
     if span is None or span <= pd.Timedelta(days=2):
         return "1h", "1h"
     return ("1h", "6h") if span <= pd.Timedelta(days=8) else ("6h", "1D")

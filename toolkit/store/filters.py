@@ -13,7 +13,7 @@ from toolkit._checks import text as _text
 from toolkit.errors import ParameterError
 from toolkit.vocab import NOTIFICATION_CHANNELS, SEVERITIES
 
-__all__ = ["FILTERS", "check_filters", "filter_mask"]
+__all__ = ["FILTERS", "FILTER_COLUMNS", "check_filters", "filter_mask"]
 
 #: The filters of `toolkit.read_activity` that select notifications (``limit`` is not one).
 FILTERS = (
@@ -25,6 +25,16 @@ FILTERS = (
     "transaction_id",
     "topic_key",
 )
+#: The notifications' column each filter reads.
+FILTER_COLUMNS = {
+    "channels": "channels",
+    "templates": "template_id",
+    "emails": "subscriber_email",
+    "subscriber_ids": "subscriber_id",
+    "severity": "severity",
+    "transaction_id": "transaction_id",
+    "topic_key": "topic_keys",
+}
 _CHOICES = {"channels": NOTIFICATION_CHANNELS, "severity": SEVERITIES}
 
 
@@ -65,14 +75,9 @@ def filter_mask(notifications: pa.Table, filters: dict[str, Any]) -> pa.ChunkedA
                 mask = pc.or_(mask, pc.is_null(severity))
             masks.append(mask)
         else:
-            column = {
-                "templates": "template_id",
-                "emails": "subscriber_email",
-                "subscriber_ids": "subscriber_id",
-                "transaction_id": "transaction_id",
-            }[name]
             values = value if isinstance(value, list) else [value]
-            masks.append(pc.is_in(notifications[column], pa.array(values, pa.string())))
+            column = notifications[FILTER_COLUMNS[name]]
+            masks.append(pc.is_in(column, pa.array(values, pa.string())))
     if not masks:
         return None
     mask = masks[0]

@@ -9,6 +9,7 @@ the measures of `toolkit.metrics` need, reduced in DuckDB.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from toolkit._version import __version__
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity
 from toolkit.store import layout
-from toolkit.store.filters import FILTERS, check_filters, filter_mask
+from toolkit.store.filters import FILTER_COLUMNS, FILTERS, check_filters, filter_mask
 from toolkit.store.state import State, StoreError
 from toolkit.timeutil import resolve_window, to_iso
 
@@ -139,20 +140,7 @@ class Store:
             raise ParameterError("limit", limit, "an integer >= 1")  # fmt: skip
         wanted = {t: None if columns is None or t not in columns else list(columns[t]) for t in layout.TABLES}  # fmt: skip
         days = self._days(start, end)
-        filter_columns = ["channels", "topic_keys", "severity", "template_id", "subscriber_email",
-                          "subscriber_id", "transaction_id"]  # fmt: skip
-        needed = None if wanted["notifications"] is None else list(dict.fromkeys(["notification_id", "created_at", *wanted["notifications"], *filter_columns]))  # fmt: skip
-        notifications = _concat(
-            [read_file(layout.day_path(self.path, "notifications", d), needed) for d in days],
-            "notifications",
-            needed,
-        )
-        notifications = _keep(notifications, _in_window(notifications, start, end))
-        mask = filter_mask(notifications, filters)
-        if mask is not None:
-            notifications = _keep(notifications, mask)
-        if limit is not None:
-            notifications = notifications.slice(0, limit)
+        notifications = self._notifications(start, end, filters, wanted["notifications"], limit)
         ids = notifications["notification_id"]
         provenance = self._provenance(filters, start, end)
         frames = []
@@ -179,47 +167,79 @@ class Store:
         return Activity(*frames)
 
     def read_for_metrics(
-        self, after: str | datetime | None = None, before: str | datetime | None = None,
+        self,
+        after: str | datetime | None = None,
+        before: str | datetime | None = None,
+        *,
+        columns: Mapping[str, Iterable[str]] | None = None,
         **filters: Any,
-    ) -> Activity:  # fmt: skip
+    ) -> Activity:
         """What `toolkit.metrics` needs of a window, and nothing more, for very large stores.
 
-        Each frame has only its `toolkit.metrics.REQUIRED_COLUMNS`; jobs and execution details
-        are selected in DuckDB, and the execution details are reduced there to each job's first
-        ``Success`` and its ``Failed`` ones (their payloads are the incidents' examples): all
-        that the measures read of them.
+        Each frame has only its `toolkit.metrics.REQUIRED_COLUMNS` (and the notifications' and
+        jobs' ``columns`` named); jobs and execution details are selected in DuckDB, and the
+        execution details are reduced there to each job's first ``Success`` and its ``Failed``
+        ones (their payloads are the incidents' examples): all that the measures read of them.
         """
-        import duckdb
-
         from toolkit.metrics import REQUIRED_COLUMNS
 
         start, end, filters = self._window(after, before, filters)
-        notifications = self.read(
-            start, end, columns={"notifications": REQUIRED_COLUMNS["notifications"]}, **filters
-        ).notifications
-        days = self._days(start, end)
-        selected = pa.table({"notification_id": pa.array(notifications["notification_id"])})
-        files = {t: [str(layout.day_path(self.path, t, d)) for d in days] for t in layout.TABLES}
-        with duckdb.connect() as con:
-            con.execute("SET TimeZone = 'UTC'")
-            con.register("selected", selected)
-            chosen = "notification_id IN (SELECT notification_id FROM selected)"
-            job_columns = ", ".join(REQUIRED_COLUMNS["jobs"])
+        wanted = {
+            table: list(dict.fromkeys([*REQUIRED_COLUMNS[table], *(columns or {}).get(table, ())]))
+            for table in ("notifications", "jobs")
+        }
+        notifications = self._notifications(start, end, filters, wanted["notifications"])
+        provenance = self._provenance(filters, start, end)
+        with self._duckdb(start, end, notifications) as (con, files):
             jobs = _query(
                 con,
-                f"SELECT {job_columns} FROM read_parquet(?, filename = true,"
-                f" file_row_number = true) WHERE {chosen} ORDER BY filename DESC, file_row_number",
+                f"SELECT {', '.join(wanted['jobs'])} FROM read_parquet($1, filename = true,"
+                f" file_row_number = true) WHERE {_CHOSEN} ORDER BY filename DESC, file_row_number",
                 files["jobs"],
-                "jobs",
+                layout.arrow_schema("jobs", wanted["jobs"]),
             )
-            details = _query(con, _reduced_details(chosen), files["execution_details"], "execution_details")  # fmt: skip
-        frames = [notifications]
-        for table, rows in (("jobs", jobs), ("execution_details", details)):
-            spec = tuple(c for c in layout.SPECS[table] if c.name in REQUIRED_COLUMNS[table])
-            frame = layout.frame_from_arrow(rows, spec)
-            frame.attrs = dict(notifications.attrs)
-            frames.append(frame)
+            details = _query(
+                con,
+                _reduced_details(),
+                files["execution_details"],
+                layout.arrow_schema("execution_details", REQUIRED_COLUMNS["execution_details"]),
+            )
+        notifications = notifications.select(wanted["notifications"])
+        frames = [_frame(rows, table) for table, rows in zip(layout.TABLES, (notifications, jobs, details), strict=True)]  # fmt: skip
+        for frame in frames:
+            frame.attrs = dict(provenance)
         return Activity(*frames)
+
+    def detail_counts(
+        self,
+        after: str | datetime | None = None,
+        before: str | datetime | None = None,
+        *,
+        freq: str = "1h",
+        **filters: Any,
+    ) -> pd.DataFrame:
+        """`toolkit.metrics.detail_counts` of a window's execution details, counted in DuckDB:
+        what the status charts draw, without loading the details (the same frame)."""
+        from toolkit.metrics import COUNT_COLUMNS, bucket_width
+
+        step = bucket_width(freq)
+        start, end, filters = self._window(after, before, filters)
+        notifications = self._notifications(start, end, filters, [])
+        bucket = step // pd.Timedelta(microseconds=1)
+        keys = "channel, provider_id, status"
+        query = (
+            f"SELECT epoch_us(created_at) // {bucket} * {bucket} AS created_at, {keys},"
+            f" count(*) AS count FROM read_parquet($1) WHERE {_CHOSEN}"
+            f" GROUP BY ALL ORDER BY created_at, {keys}"
+        )
+        stored = layout.arrow_schema("execution_details")
+        schema = pa.schema([("created_at", pa.int64()), *(stored.field(k) for k in keys.split(", ")), ("count", pa.int64())])  # fmt: skip
+        with self._duckdb(start, end, notifications) as (con, files):
+            counts = _query(con, query, files["execution_details"], schema)
+        counts = counts.to_pandas().astype({"created_at": "datetime64[us, UTC]"})
+        counts = counts[list(COUNT_COLUMNS)].astype(COUNT_COLUMNS)
+        counts.attrs["freq"] = step
+        return counts
 
     def report(
         self,
@@ -230,23 +250,23 @@ class Store:
         top: int = 10,
         **filters: Any,
     ):
-        """The HTML delivery report (`toolkit.report`) of a window of the store, reading only the
-        columns the report needs; ``since``/``until`` count back from the watermark. The previous
-        period is compared when the store holds it.
+        """The HTML delivery report (`toolkit.report`) of a window of the store; ``since`` and
+        ``until`` count back from the watermark. The previous period is compared when the store
+        holds it. At any size (see `report_period`): the same report as from every row.
         """
         from toolkit.errors import RetentionError
-        from toolkit.report import COLUMNS, report_window
+        from toolkit.report import report_window
 
         first, watermark = self.window
         filters = check_filters(filters, allowed=FILTERS)
 
-        def read(after: datetime, before: datetime) -> Activity:
+        def read(after: datetime, before: datetime):
             if first is not None and after < first:
                 raise RetentionError(
                     "READ", str(self.path), None, f"the store holds activity from {to_iso(first)}",
                     earliest=first,
                 )  # fmt: skip
-            return self.read(after, before, columns=COLUMNS, **filters)
+            return self.report_period(after, before, **filters)
 
         source = {"base_url": self._state.base_url, "environment": self._state.environment,
                   "store": str(self.path)}  # fmt: skip
@@ -254,6 +274,46 @@ class Store:
             raise ParameterError("store", str(self.path), "a store with data: run sync first")
         return report_window(read, now=watermark, since=since, until=until, out=out,
                              source=source, filters=filters, top=top)  # fmt: skip
+
+    def report_period(
+        self,
+        after: str | datetime | None = None,
+        before: str | datetime | None = None,
+        **filters: Any,
+    ):
+        """What `toolkit.report` needs of a window, in memory that does not grow with the
+        execution details: a `toolkit.report.Period` whose delivery jobs are computed one day
+        at a time (`toolkit.metrics.delivery_jobs` of each day's rows, in the order `read`
+        gives them), whose execution details are the ``Failed`` ones and whose detail counts
+        are counted in DuckDB (`detail_counts`)."""
+        from toolkit.metrics import delivery_jobs
+        from toolkit.report import COLUMNS, Period
+
+        start, end, filters = self._window(after, before, filters)
+        counts = self.detail_counts(start, end, **filters)  # first: DuckDB's memory is freed
+        parts = {"notifications": [], "jobs": [], "execution_details": []}
+        for day in self._days(start, end):
+            midnight = pd.Timestamp(day, tz="UTC")
+            low, high = max(start, midnight), min(end, midnight + _DAY)
+            part = self.read(low, high, columns=COLUMNS, **filters)
+            details = part.execution_details
+            parts["jobs"].append(delivery_jobs(part))
+            parts["notifications"].append(part.notifications)
+            parts["execution_details"].append(details[details["status"].eq("Failed").to_numpy()])
+            del part, details
+        frames = {}
+        for table in ("notifications", "execution_details"):
+            empty = _frame(layout.arrow_schema(table, COLUMNS[table]).empty_table(), table)
+            frames[table] = pd.concat([empty, *parts.pop(table)], ignore_index=True)
+            frames[table].attrs = self._provenance(filters, start, end)
+        frames["jobs"] = _frame(layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(), "jobs")
+        activity = Activity(**{table: frames[table] for table in layout.TABLES})
+        jobs = parts.pop("jobs")
+        return Period(
+            activity,
+            pd.concat(jobs, ignore_index=True) if jobs else delivery_jobs(activity),
+            counts,
+        )
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
@@ -296,6 +356,41 @@ class Store:
             )
         return start, end, filters
 
+    def _notifications(self, start, end, filters, columns, limit=None) -> pa.Table:
+        """The notifications of a window matching ``filters`` (only ``columns``, the ids and
+        times, when given), newest first."""
+        needed = None
+        if columns is not None:
+            used = [FILTER_COLUMNS[name] for name in filters]
+            needed = list(dict.fromkeys(["notification_id", "created_at", *columns, *used]))
+        days = self._days(start, end)
+        notifications = _concat(
+            [read_file(layout.day_path(self.path, "notifications", d), needed) for d in days],
+            "notifications",
+            needed,
+        )
+        notifications = _keep(notifications, _in_window(notifications, start, end))
+        mask = filter_mask(notifications, filters)
+        if mask is not None:
+            notifications = _keep(notifications, mask)
+        return notifications if limit is None else notifications.slice(0, limit)
+
+    @contextmanager
+    def _duckdb(self, start, end, notifications: pa.Table):
+        """A DuckDB connection where ``selected`` holds the ids of ``notifications``, and the
+        partition files of the window's days, by table."""
+        import duckdb
+
+        days = self._days(start, end)
+        files = {t: [str(layout.day_path(self.path, t, d)) for d in days] for t in layout.TABLES}
+        with duckdb.connect(config={"threads": 2, "memory_limit": "1GB"}) as con:
+            con.execute("SET TimeZone = 'UTC'")
+            con.register("selected", notifications.select(["notification_id"]))
+            try:
+                yield con, files
+            except duckdb.IOException as error:
+                raise StoreError(f"{error}: {_REPAIR}") from None
+
     def _days(self, start, end) -> list[str]:
         held = layout.days_held(self.path)
         low, high = start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d")
@@ -315,6 +410,7 @@ class Store:
         }
 
 
+_DAY = pd.Timedelta(days=1, microseconds=-1)  # a day's last instant, from its midnight
 _REPAIR = (
     "a file of the store is damaged or truncated: delete it and run sync again, which reads its"
     " day again (python -m toolkit sync --store PATH)"
@@ -331,6 +427,12 @@ def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
             f"{path} is damaged or truncated ({error}): delete it and run sync again"
             f" (python -m toolkit sync --store {path.parent.parent.parent}) to re-read {day}"
         ) from None
+
+
+def _frame(table: pa.Table, name: str) -> pd.DataFrame:
+    """``table`` as the frame of ``name`` (its columns only)."""
+    spec = [column for column in layout.SPECS[name] if column.name in table.column_names]
+    return layout.frame_from_arrow(table, spec)
 
 
 def _concat(tables: list[pa.Table], table: str, columns: list[str] | None) -> pa.Table:
@@ -350,7 +452,10 @@ def _in_window(notifications: pa.Table, start, end) -> pa.ChunkedArray:
     return pc.and_(pc.greater_equal(times, low), pc.less_equal(times, high))
 
 
-def _reduced_details(chosen: str) -> str:
+_CHOSEN = "notification_id IN (SELECT notification_id FROM selected)"
+
+
+def _reduced_details() -> str:
     """Each job's first Success, and its Failed details whole, in time order."""
     from toolkit.metrics import REQUIRED_COLUMNS
 
@@ -358,17 +463,16 @@ def _reduced_details(chosen: str) -> str:
     first = {"job_id": "job_id", "status": "'Success'", "created_at": "min(created_at)"}
     success = ", ".join(f"{first.get(c, 'CAST(NULL AS VARCHAR)')} AS {c}" for c in columns)
     return (
-        f"SELECT {success} FROM read_parquet($1) WHERE status = 'Success' AND {chosen}"
+        f"SELECT {success} FROM read_parquet($1) WHERE status = 'Success' AND {_CHOSEN}"
         f" GROUP BY job_id UNION ALL SELECT {', '.join(columns)} FROM read_parquet($1)"
-        f" WHERE status = 'Failed' AND {chosen} ORDER BY created_at, job_id"
+        f" WHERE status = 'Failed' AND {_CHOSEN} ORDER BY created_at, job_id"
     )
 
 
-def _query(con, sql: str, files: list[str], table: str) -> pa.Table:
+def _query(con, sql: str, files: list[str], schema: pa.Schema) -> pa.Table:
+    """``sql`` over ``files`` (its ``$1``), as an Arrow table of ``schema`` (empty without files)."""
     if not files:
-        from toolkit.metrics import REQUIRED_COLUMNS
-
-        return layout.arrow_schema(table, REQUIRED_COLUMNS[table]).empty_table()
+        return schema.empty_table()
     return con.sql(sql, params=[files]).to_arrow_table()
 
 
