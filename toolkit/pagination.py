@@ -4,6 +4,7 @@ feed read as time slices that never page deep (`time_slices`, `read_sliced`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import heapq
 import itertools
@@ -12,7 +13,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -154,39 +155,22 @@ class ActivityPager:
             return
         bar = self._bar(len(first[0]))
         pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
-        pending: dict[Future, int] = {}
-        arrived: dict[int, tuple[list[Any], Any]] = {}
-        self.end = end = self.pages  # pages at or past `end` are not needed
-        following, in_flight = 1, self.eager
-        horizon = self.horizon  # no page past it is asked for before it comes back full
-        step = math.ceil(self.eager / 2)  # a quarter of the estimate
+        feed = _Feed(self, pool)
         previous = first[0]
         try:
             yield first[0]
             del first
             for number in itertools.count(1):
-                while number not in arrived:
-                    while following < min(end, horizon + 1) and len(pending) < in_flight:
-                        pending[pool.submit(self._page, following)] = following
-                        following += 1
-                    if number >= end:
-                        return
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        page = pending.pop(future)
-                        if page < end:
-                            arrived[page] = future.result()
-                            in_flight = min(self.workers, in_flight * 2)
-                            if self._last(page, arrived[page]):
-                                self.end = end = page + 1
-                            elif page >= horizon:
-                                horizon = page + step
-                items = arrived.pop(number)[0]
+                page = feed.take(number)
+                if page is None:
+                    return
+                items = page.result()[0]
                 previous = self._check_repeat(previous, items, number)
                 if bar is not None:
                     bar.update(len(items))
                 yield items
         finally:
+            feed.close()
             pool.shutdown(wait=True, cancel_futures=True)
             if bar is not None:
                 bar.close()
@@ -224,6 +208,68 @@ class ActivityPager:
         if not self.progress:
             return None
         return progress_bar(total=self.limit, initial=initial, unit=" rows", desc="activity")
+
+
+class _Feed:
+    """The pages after the first of an `ActivityPager` read, asked for as soon as there is room:
+    each page that comes back asks for the next ones in its own thread (the caller may be busy
+    building columns), up to ``workers`` in flight, none past the end found or the horizon, and
+    at most ``2 * workers`` pages ahead of the caller (so pages do not pile up in memory)."""
+
+    def __init__(self, pager: ActivityPager, pool: ThreadPoolExecutor):
+        self.pager, self.pool = pager, pool
+        self.changed = threading.Condition()
+        self.arrived: dict[int, Future] = {}
+        self.following, self.wanted, self.pending = 1, 1, 0
+        self.in_flight = pager.eager
+        self.horizon = pager.horizon  # no page past it is asked for before it comes back full
+        self.step = math.ceil(pager.eager / 2)  # a quarter of the estimate
+        self.closed = False
+        pager.end = pager.pages  # pages at or past the end are not needed
+        with self.changed:
+            self._ask()
+
+    def take(self, number: int) -> Future | None:
+        """Page ``number`` once it has come back (a done future), or None past the end."""
+        with self.changed:
+            self.wanted = number
+            self._ask()
+            while number not in self.arrived and number < self.pager.end:
+                self.changed.wait()
+            return self.arrived.pop(number, None)
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+
+    def _ask(self) -> None:
+        """Submit the pages there is room for (called with the lock held)."""
+        pager = self.pager
+        ahead = self.wanted + 2 * pager.workers
+        while (
+            not self.closed
+            and self.following < min(pager.end, self.horizon + 1, ahead)
+            and self.pending < self.in_flight
+        ):
+            number, self.following = self.following, self.following + 1
+            self.pending += 1
+            future = self.pool.submit(pager._page, number)
+            future.add_done_callback(functools.partial(self._arrive, number))  # may run now
+
+    def _arrive(self, number: int, future: Future) -> None:
+        with self.changed:
+            self.pending -= 1
+            pager = self.pager
+            if number < pager.end and not future.cancelled():
+                self.arrived[number] = future
+                if future.exception() is None:
+                    self.in_flight = min(pager.workers, self.in_flight * 2)
+                    if pager._last(number, future.result()):
+                        pager.end = number + 1
+                    elif number >= self.horizon:
+                        self.horizon = number + self.step
+            self._ask()
+            self.changed.notify_all()
 
 
 _gc_lock = threading.Lock()
