@@ -534,7 +534,7 @@ class Client:
         ) -> Iterator[dict[str, Any]]:
             window = {**params, "after": to_iso(after), "before": to_iso(before)}
             options_ = {**options, "limit": most, "progress": False, "expected": expected}
-            return self._pager(window, gate=gate, **options_).records()
+            return self._pager(window, gate=gate, window=(after, before), **options_).records()
 
         return read_sliced(
             read,

@@ -112,6 +112,10 @@ class ActivityPager:
         pages at once (up to ``workers``) instead of ramping up from one; none past those is
         asked for before the last of them comes back full, then a quarter of the estimate at a
         time (each after the last comes back full), so little is asked for past the end.
+    window : (datetime, datetime), optional
+        With ``expected``: the ``[after, before]`` the feed is read over. Each full page's oldest
+        ``createdAt`` then tells how much of the window the pages so far cover, so the pages
+        the rest should take are asked for at once, not a quarter of the estimate at a time.
     """
 
     def __init__(
@@ -124,8 +128,10 @@ class ActivityPager:
         progress: bool = False,
         expected: float = 0,
         gate: threading.Semaphore | None = None,
+        window: tuple[datetime, datetime] | None = None,
     ):
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
+        self.window = window
         self.gate = gate or contextlib.nullcontext()
         self.page_size = min(page_size, limit) if limit else page_size
         self.pages = math.ceil(limit / self.page_size) if limit else math.inf
@@ -148,19 +154,24 @@ class ActivityPager:
                 return
 
     def _ordered(self) -> Iterator[list[Any]]:
-        """Each page's items, in page order."""
-        first = self._page(0)
-        if self._last(0, first) or self.pages == 1:
-            yield first[0]
-            return
-        bar = self._bar(len(first[0]))
-        pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
-        feed = _Feed(self, pool)
-        previous = first[0]
-        try:
-            yield first[0]
+        """Each page's items, in page order. Without an estimate, the first page is read alone
+        (a short result costs one request); with one, it is asked for with the next ones."""
+        previous: list[Any] = []
+        if not self.horizon < math.inf or self.pages == 1:
+            first = self._page(0)
+            if self._last(0, first) or self.pages == 1:
+                yield first[0]
+                return
+            previous = first[0]
             del first
-            for number in itertools.count(1):
+        bar = self._bar(len(previous))
+        pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
+        start = 1 if previous else 0
+        feed = _Feed(self, pool, following=start)
+        try:
+            if previous:
+                yield previous
+            for number in itertools.count(start):
                 page = feed.take(number)
                 if page is None:
                     return
@@ -182,6 +193,17 @@ class ActivityPager:
             self.requested += 1
             body = self.fetch(number, self.page_size)
         return _items(body), body
+
+    def _pages_in_window(self, number: int, items: list[Any]) -> float:
+        """How many pages the window holds, as page ``number`` (full) says: the share of the
+        window that pages 0 to ``number`` cover, from its oldest ``createdAt`` (0: unknown)."""
+        try:
+            after, before = self.window
+            oldest = parse_time(items[-1]["createdAt"], name="createdAt")
+            covered = (before - oldest) / (before - after)
+        except (TypeError, KeyError, ValueError, ZeroDivisionError, ParameterError):
+            return 0
+        return (number + 1) / covered if covered > 0 else 0
 
     def _last(self, number: int, page: tuple[list[Any], Any]) -> bool:
         items, body = page
@@ -216,11 +238,11 @@ class _Feed:
     building columns), up to ``workers`` in flight, none past the end found or the horizon, and
     at most ``2 * workers`` pages ahead of the caller (so pages do not pile up in memory)."""
 
-    def __init__(self, pager: ActivityPager, pool: ThreadPoolExecutor):
+    def __init__(self, pager: ActivityPager, pool: ThreadPoolExecutor, following: int):
         self.pager, self.pool = pager, pool
         self.changed = threading.Condition()
         self.arrived: dict[int, Future] = {}
-        self.following, self.wanted, self.pending = 1, 1, 0
+        self.following, self.wanted, self.pending = following, following, 0
         self.in_flight = pager.eager
         self.horizon = pager.horizon  # no page past it is asked for before it comes back full
         self.step = math.ceil(pager.eager / 2)  # a quarter of the estimate
@@ -266,8 +288,12 @@ class _Feed:
                     self.in_flight = min(pager.workers, self.in_flight * 2)
                     if pager._last(number, future.result()):
                         pager.end = number + 1
-                    elif number >= self.horizon:
-                        self.horizon = number + self.step
+                    else:
+                        if number >= self.horizon:
+                            self.horizon = number + self.step
+                        if pager.window:
+                            estimate = pager._pages_in_window(number, future.result()[0])
+                            self.horizon = max(self.horizon, min(math.ceil(estimate), 10**6))
             self._ask()
             self.changed.notify_all()
 
