@@ -33,6 +33,9 @@ __all__ = [
     "time_slices",
 ]
 
+#: Most pages of a read asked for past the one its caller waits for: they wait decoded for the
+#: caller (32 cost 20 MB more peak RSS than 16 on the 20,000-notification read).
+AHEAD = 16
 #: Longest query string sent (servers and proxies drop longer request lines, often from 4-8 KB).
 MAX_QUERY = 4000
 
@@ -236,7 +239,7 @@ class _Feed:
     """The pages after the first of an `ActivityPager` read, asked for as soon as there is room:
     each page that comes back asks for the next ones in its own thread (the caller may be busy
     building columns), up to ``workers`` in flight, none past the end found or the horizon, and
-    at most ``2 * workers`` pages ahead of the caller (so pages do not pile up in memory)."""
+    at most `AHEAD` pages past the one the caller waits for."""
 
     def __init__(self, pager: ActivityPager, pool: ThreadPoolExecutor, following: int):
         self.pager, self.pool = pager, pool
@@ -267,7 +270,7 @@ class _Feed:
     def _ask(self) -> None:
         """Submit the pages there is room for (called with the lock held)."""
         pager = self.pager
-        ahead = self.wanted + 2 * pager.workers
+        ahead = self.wanted + AHEAD
         while (
             not self.closed
             and self.following < min(pager.end, self.horizon + 1, ahead)
