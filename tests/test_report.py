@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.offline
 import pytest
-from conftest import NOW
+import requests
+from conftest import NOW, wait_for
 from test_charts import T0, sample_activity
 
 from toolkit import __version__, charts, metrics
@@ -402,6 +403,25 @@ def test_python_m_toolkit_report(sandbox, tmp_path):
     assert done.stdout.startswith(f"wrote {(tmp_path / 'r.html').resolve()}\n")  # the absolute path
     assert (tmp_path / "r.html").stat().st_size > 1_000_000
     assert sandbox.api_key not in done.stdout + done.stderr
+
+
+def test_python_m_toolkit_report_with_nothing_configured_uses_a_sandbox_process(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    command = [sys.executable, "-m", "toolkit", "report", "--since", "1d", "--out", "r.html"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    url = re.search(r"using the local sandbox at (http://127\.0\.0\.1:\d+) \(Acme/Development\)", done.stderr).group(1)  # fmt: skip
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert f"<dd>{url}</dd>" in html and "findings: " in done.stdout
+    wait_for(lambda: _refused(url))  # the child sandbox stopped once the command had exited
+
+
+def _refused(url: str) -> bool:
+    try:
+        requests.get(url, timeout=5)
+    except requests.ConnectionError:
+        return True
+    return False
 
 
 def test_a_report_from_a_store_equals_the_report_from_the_service(client, tmp_path):

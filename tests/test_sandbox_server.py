@@ -17,6 +17,7 @@ import requests
 
 from tests.conftest import wait_for
 from toolkit.sandbox import Faults, start
+from toolkit.sandbox.clock import parse_instant
 
 NOW = "2026-11-01T12:00:00Z"
 ROOT = Path(__file__).resolve().parents[1]
@@ -481,3 +482,21 @@ def test_cli_rejects_bad_arguments_naming_the_value(argument, value):
     )
     assert result.returncode == 2
     assert argument in result.stderr and repr(value) in result.stderr
+
+
+def test_sandbox_process_serves_from_a_child_and_stops_when_its_parent_is_gone():
+    from toolkit.sandbox.process import SandboxProcess
+
+    with SandboxProcess("--now", NOW, "--notifications", "300", "--subscribers", "50") as sandbox:
+        assert list(sandbox.api_keys) == ["Acme/Development", "Acme/Production", "Globex/Development"]  # fmt: skip
+        assert sandbox.api_key == sandbox.api_keys["Acme/Development"]
+        assert sandbox.api_key not in repr(sandbox)
+        assert 0 <= (sandbox.now() - parse_instant(NOW)).total_seconds() < 60  # its clock
+        response = requests.get(f"{sandbox.url}/v1/notifications", params={"limit": 5},
+                                headers={"Authorization": f"ApiKey {sandbox.api_key}"}, timeout=10)  # fmt: skip
+        assert response.status_code == 200 and len(response.json()["data"]) == 5
+        child = sandbox._process
+        child.stdin.close()  # what the parent's exit does, however it exits
+        assert child.wait(timeout=30) == 0
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{sandbox.url}/v1/notifications", timeout=10)

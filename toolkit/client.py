@@ -129,6 +129,19 @@ def connect(
     return client
 
 
+def adopt_local_sandbox(sandbox: Any) -> None:
+    """Make ``sandbox`` the local sandbox `connect` uses with nothing configured (stopped at
+    exit), unless one is already running: a command starts a `SandboxProcess` early (see
+    `toolkit._cli.start_sandbox`)."""
+    global _sandbox
+    with _sandbox_lock:
+        if _sandbox is None:
+            _sandbox = sandbox
+            atexit.register(sandbox.stop)
+        elif _sandbox is not sandbox:
+            sandbox.stop()
+
+
 def _local_sandbox() -> Any:
     """The process's own sandbox, started on first use and stopped at exit."""
     global _sandbox
