@@ -29,6 +29,7 @@ __all__ = [
     "detail_counts",
     "email_domain",
     "failure_rates",
+    "has_outcome",
     "percentiles",
     "time_to_send",
     "top_failures",
@@ -220,6 +221,11 @@ def bucket_width(freq: str) -> pd.Timedelta:
     return step
 
 
+def has_outcome(jobs: pd.DataFrame, *outcomes: str) -> np.ndarray:
+    """Which of ``jobs`` (from `delivery_jobs`) have one of ``outcomes`` (`OUTCOMES`)."""
+    return np.asarray(jobs["outcome"].isin(outcomes), dtype=bool)
+
+
 def time_to_send(jobs: pd.DataFrame) -> pd.Series:
     """Seconds from each delivery job's first execution detail to its first Success (NaN when
     never sent); ``jobs`` from `delivery_jobs`. See `DEFINITIONS`."""
@@ -273,14 +279,15 @@ def failure_rates(
         ``failure_rate`` (NaN when ``jobs`` is 0), ``ci_low``, ``ci_high``; one row per group.
     """
     keys = _columns(jobs, by, "by")
-    outcome = jobs["outcome"].astype("string")
     counts = pd.DataFrame(
         {
             **{key: jobs[key] for key in keys},
-            "failed": outcome.eq("failed").to_numpy(),
-            "finished": outcome.eq("finished").to_numpy(),
-            "in_flight": outcome.eq("in_flight").to_numpy(),
-        }
+            **{
+                outcome: has_outcome(jobs, outcome)
+                for outcome in ("failed", "finished", "in_flight")
+            },
+        },
+        copy=False,
     )
     grouped = counts.groupby(keys, observed=True, dropna=False, sort=True)
     table = grouped[["failed", "finished", "in_flight"]].sum().astype("int64").reset_index()
@@ -351,7 +358,7 @@ def top_failures(
     keys = ["channel", "provider_id", "error_code", "error_text"]
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
-    failed = jobs[jobs["outcome"].astype("string").eq("failed").fillna(False)]
+    failed = jobs[has_outcome(jobs, "failed")]
     failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
     ids = pd.Series(dtype="string")
     if notifications is not None:
@@ -391,19 +398,18 @@ def totals(jobs: pd.DataFrame) -> dict[str, Any]:
     scope = jobs.assign(_all=0)
     rates = failure_rates(scope, "_all").to_dict("records")
     times = percentiles(scope, "_all").to_dict("records")
-    outcome = jobs["outcome"].astype("string")
     rate, time = (rates or [{}])[0], (times or [{}])[0]
     return {
         "delivery_jobs": len(jobs),
         "jobs": int(rate.get("jobs", 0)),
         "failed": int(rate.get("failed", 0)),
         "in_flight": int(rate.get("in_flight", 0)),
-        "not_sent": int(outcome.eq("not_sent").sum()),
+        "not_sent": int(has_outcome(jobs, "not_sent").sum()),
         **{key: _number(rate.get(key)) for key in ("failure_rate", "ci_low", "ci_high")},
         "time_to_deliver_p50": _number(time.get("p50")),
         "time_to_deliver_p95": _number(time.get("p95")),
         "subscribers_reached": int(
-            jobs.loc[outcome.eq("finished").fillna(False).to_numpy(), "subscriber_id"].nunique()
+            jobs.loc[has_outcome(jobs, "finished"), "subscriber_id"].nunique()
         ),
     }
 
@@ -450,14 +456,15 @@ def _per_job(details: pd.DataFrame, job_ids: pd.Series) -> tuple[pd.Series, np.n
 
 def positions(keys: pd.Series, values: pd.Series) -> np.ndarray:
     """The position in ``keys`` of each of ``values`` (its first occurrence; -1 when absent or
-    missing): an index lookup by one joint factorization, fast on Arrow-backed strings."""
-    keys, values = keys.astype("string"), values.astype("string")
-    codes, uniques = pd.factorize(pd.concat([keys, values], ignore_index=True))
-    where = np.full(len(uniques) + 1, -1)  # the last slot answers for missing values (-1)
-    key_codes = codes[: len(keys)]
-    where[key_codes[::-1]] = np.arange(len(keys))[::-1]
-    where[-1] = -1
-    return where[codes[len(keys) :]]
+    missing): an index lookup by one hash table of ``keys``, in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key_array = pa.array(keys.astype("string").array)
+    if isinstance(key_array, pa.ChunkedArray):
+        key_array = key_array.combine_chunks()
+    found = pc.index_in(pa.array(values.astype("string").array), value_set=key_array)
+    return pc.fill_null(found, -1).to_numpy().astype("int64", copy=False)
 
 
 def _domains(addresses: pd.Series) -> pd.Series:

@@ -51,18 +51,23 @@ class Grid:
         return np.clip(index, 0, self.count - 1).astype("int64")
 
 
+def start_time(jobs: pd.DataFrame) -> pd.Series:
+    """When each delivery job starts for the scans: its first execution detail, else its
+    trigger. Jobs already in this order (stable) are scanned without a copy of them."""
+    return jobs["started_at"].fillna(jobs["triggered_at"])
+
+
 def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) -> pd.DataFrame:
     """Delivery jobs sorted by ``at`` (first execution detail, else trigger), with ``t`` (ns),
     ``bucket`` and the flags the scans count. ``reference`` (the baseline's jobs, default
     ``jobs``) sets each (channel, provider)'s slow threshold."""
-    at = jobs["started_at"].fillna(jobs["triggered_at"])
-    outcome = jobs["outcome"].astype("string")
+    at = start_time(jobs)
     met_failure = jobs["failed_attempts"].to_numpy() > 0
     send = metrics.time_to_send(jobs)
     reference = jobs if reference is None else reference
     slow_above = metrics.time_to_send(reference).groupby(_pair(reference)).quantile(SLOW_QUANTILE)
-    limit = _pair(jobs).map(slow_above).astype("float64")
-    in_flight = outcome.eq("in_flight").fillna(False).to_numpy()
+    limit = _pair(jobs).map(slow_above).to_numpy("float64", na_value=np.nan)
+    in_flight = metrics.has_outcome(jobs, "in_flight")
     unused = ["triggered_at", "final_status", "outcome", "time_to_deliver_s", "job_duration_s",
               "failed_attempts"]  # fmt: skip
     table = jobs.drop(columns=unused).assign(  # the sort below copies what is kept
@@ -70,12 +75,12 @@ def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) ->
         t=at.array.asi8,
         bucket=grid.of(at),
         met_failure=met_failure,
-        tried=outcome.isin(["finished", "failed"]).fillna(False).to_numpy() | met_failure,
+        tried=metrics.has_outcome(jobs, "finished", "failed") | met_failure,
         retried=(jobs["failed_attempts"].to_numpy() >= 2) | (met_failure & in_flight),
-        attempted=outcome.ne("not_sent").fillna(False).to_numpy(),
+        attempted=metrics.has_outcome(jobs, "finished", "failed", "in_flight"),
         time_to_send_s=send.to_numpy(),
-        slow=(send > limit).fillna(False).to_numpy(),
-        slow_above=limit.to_numpy(),
+        slow=send.to_numpy() > limit,
+        slow_above=limit,
     )
     sent_at = table["at"] + pd.to_timedelta(table["time_to_send_s"], unit="s")
     failure_end = table["ended_at"].where(met_failure)

@@ -78,6 +78,14 @@ COLUMNS = {
         ("execution_details", ()),
     )
 }
+#: The columns of a `Period`'s notifications (its delivery jobs are computed).
+PERIOD_COLUMNS = (
+    "notification_id",
+    "created_at",
+    "workflow_identifier",
+    "transaction_id",
+    "status",
+)
 #: What the status charts need of the execution details when their counts are not given.
 COUNTED_COLUMNS = ("created_at", "channel", "provider_id", "status", "execution_detail_id")
 
@@ -103,7 +111,7 @@ class Period:
     Attributes
     ----------
     activity : Activity
-        Its notifications with their `COLUMNS`; of its execution details, at least the
+        Its notifications with the `PERIOD_COLUMNS`; of its execution details, at least the
         ``Failed`` ones (the findings' examples); its jobs are not read.
     jobs : DataFrame
         ``metrics.delivery_jobs`` of the whole period.
@@ -362,7 +370,7 @@ def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
         ],
         "in_flight_notifications": int(
             jobs.loc[
-                jobs["outcome"].astype("string").eq("in_flight").fillna(False).to_numpy(),
+                metrics.has_outcome(jobs, "in_flight"),
                 "notification_id",
             ].nunique()
         ),  # fmt: skip

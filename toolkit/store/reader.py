@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -287,33 +288,31 @@ class Store:
         gives them), whose execution details are the ``Failed`` ones and whose detail counts
         are counted in DuckDB (`detail_counts`)."""
         from toolkit.metrics import delivery_jobs
-        from toolkit.report import COLUMNS, Period
+        from toolkit.report import COLUMNS, PERIOD_COLUMNS, Period
 
         start, end, filters = self._window(after, before, filters)
         counts = self.detail_counts(start, end, **filters)  # first: DuckDB's memory is freed
-        parts = {"notifications": [], "jobs": [], "execution_details": []}
+        parts = {"notifications": [], "execution_details": []}
+        columns: dict[str, list] = {}  # the delivery jobs' columns, a piece per day
         for day in self._days(start, end):
             midnight = pd.Timestamp(day, tz="UTC")
             low, high = max(start, midnight), min(end, midnight + _DAY)
             part = self.read(low, high, columns=COLUMNS, **filters)
             details = part.execution_details
-            parts["jobs"].append(delivery_jobs(part))
-            parts["notifications"].append(part.notifications)
+            for name, column in delivery_jobs(part).items():
+                columns.setdefault(name, []).append(column.array.copy())
+            parts["notifications"].append(part.notifications[list(PERIOD_COLUMNS)])
             parts["execution_details"].append(details[details["status"].eq("Failed").to_numpy()])
             del part, details
         frames = {}
-        for table in ("notifications", "execution_details"):
-            empty = _frame(layout.arrow_schema(table, COLUMNS[table]).empty_table(), table)
+        for table, names in (("notifications", PERIOD_COLUMNS), ("execution_details", COLUMNS["execution_details"])):  # fmt: skip
+            empty = _frame(layout.arrow_schema(table, names).empty_table(), table)
             frames[table] = pd.concat([empty, *parts.pop(table)], ignore_index=True)
             frames[table].attrs = self._provenance(filters, start, end)
         frames["jobs"] = _frame(layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(), "jobs")
         activity = Activity(**{table: frames[table] for table in layout.TABLES})
-        jobs = parts.pop("jobs")
-        return Period(
-            activity,
-            pd.concat(jobs, ignore_index=True) if jobs else delivery_jobs(activity),
-            counts,
-        )
+        jobs = _by_start(columns) if columns else delivery_jobs(activity)
+        return Period(activity, jobs, counts)
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
@@ -427,6 +426,25 @@ def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
             f"{path} is damaged or truncated ({error}): delete it and run sync again"
             f" (python -m toolkit sync --store {path.parent.parent.parent}) to re-read {day}"
         ) from None
+
+
+def _by_start(pieces: dict[str, list]) -> pd.DataFrame:
+    """The delivery jobs whose columns are ``pieces`` (in feed order), in the order the incident
+    finder scans them (`toolkit.incidents.tables.start_time`, stable), so that it scans them
+    without copying them; built a column at a time, each column's pieces freed once joined."""
+    from toolkit.incidents.tables import start_time
+
+    def joined(name: str) -> pd.Series:
+        return pd.concat([pd.Series(piece) for piece in pieces.pop(name)], ignore_index=True)
+
+    names = list(pieces)
+    times = {name: joined(name) for name in ("started_at", "triggered_at")}
+    order = np.argsort(start_time(pd.DataFrame(times)).array.asi8, kind="stable")
+    columns = {}
+    for name in names:
+        column = times.pop(name) if name in times else joined(name)
+        columns[name] = column.take(order).reset_index(drop=True)
+    return pd.DataFrame(columns, copy=False)
 
 
 def _frame(table: pa.Table, name: str) -> pd.DataFrame:
