@@ -143,7 +143,9 @@ def test_run_is_bounded_without_real_sleep(live):
 def test_background_polling_with_live_traffic(live):
     sandbox, client = live
     ticks: queue.Queue = queue.Queue()
-    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=lambda s: ticks.get())
+    stopping = threading.Event()  # a sleep after it returns at once (no tick would come)
+    sleep = lambda s: None if stopping.is_set() else ticks.get()  # noqa: E731
+    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=sleep)
     monitor.start()
     try:
         wait_for(lambda: monitor.polls == 1)
@@ -151,7 +153,8 @@ def test_background_polling_with_live_traffic(live):
         ticks.put("poll")
         wait_for(lambda: monitor.polls == 2)
     finally:
-        threading.Thread(target=lambda: ticks.put("release"), daemon=True).start()
+        stopping.set()
+        ticks.put("release")  # the sleep already waiting for a tick
         monitor.stop()
     assert monitor.error is None
     _equal(monitor.activity, _direct(client, monitor))
