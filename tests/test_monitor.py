@@ -150,9 +150,12 @@ def test_background_polling_with_live_traffic(live):
         _traffic_until(sandbox, client, 20)
         ticks.put("poll")
         wait_for(lambda: monitor.polls == 2)
-    finally:
-        threading.Thread(target=lambda: ticks.put("release"), daemon=True).start()
-        monitor.stop()
+    finally:  # the loop may poll again and wait in its injected sleep: wake it until it stops
+        stopping = threading.Thread(target=monitor.stop)
+        stopping.start()
+        while stopping.is_alive():
+            ticks.put("release")
+            stopping.join(0.1)
     assert monitor.error is None
     _equal(monitor.activity, _direct(client, monitor))
     assert len(monitor.activity.notifications) >= 20
