@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,19 +29,10 @@ def baseline_tree(commit: str) -> Iterator[Path]:
 def sandbox_process(*options: str) -> Iterator[tuple[str, str]]:
     """``(base_url, api_key)`` of ``python -m toolkit sandbox --port 0 *options`` running in a
     child process (as a real service would: its work does not share the benchmark's CPU time)."""
-    command = [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", *options]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        for line in process.stdout:
-            if line.startswith("export "):
-                settings = dict(word.split("=", 1) for word in line.split()[1:])
-                break
-        else:
-            raise RuntimeError("the sandbox exited before printing its address")
-        yield settings["SVC_BASE_URL"], settings["SVC_API_KEY"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    from toolkit.sandbox.process import SandboxProcess
+
+    with SandboxProcess(*options) as sandbox:
+        yield sandbox.url, sandbox.api_key
 
 
 def seeded_documents(

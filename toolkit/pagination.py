@@ -4,6 +4,7 @@ feed read as time slices that never page deep (`time_slices`, `read_sliced`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import heapq
 import itertools
@@ -12,7 +13,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,9 @@ __all__ = [
     "time_slices",
 ]
 
+#: Most pages of a read asked for past the one its caller waits for: they wait decoded for the
+#: caller (32 cost 20 MB more peak RSS than 16 on the 20,000-notification read).
+AHEAD = 16
 #: Longest query string sent (servers and proxies drop longer request lines, often from 4-8 KB).
 MAX_QUERY = 4000
 
@@ -111,6 +115,10 @@ class ActivityPager:
         pages at once (up to ``workers``) instead of ramping up from one; none past those is
         asked for before the last of them comes back full, then a quarter of the estimate at a
         time (each after the last comes back full), so little is asked for past the end.
+    window : (datetime, datetime), optional
+        With ``expected``: the ``[after, before]`` the feed is read over. Each full page's oldest
+        ``createdAt`` then tells how much of the window the pages so far cover, so the pages
+        the rest should take are asked for at once, not a quarter of the estimate at a time.
     """
 
     def __init__(
@@ -123,8 +131,10 @@ class ActivityPager:
         progress: bool = False,
         expected: float = 0,
         gate: threading.Semaphore | None = None,
+        window: tuple[datetime, datetime] | None = None,
     ):
         self.fetch, self.limit, self.workers, self.progress = fetch, limit, workers, progress
+        self.window = window
         self.gate = gate or contextlib.nullcontext()
         self.page_size = min(page_size, limit) if limit else page_size
         self.pages = math.ceil(limit / self.page_size) if limit else math.inf
@@ -147,46 +157,34 @@ class ActivityPager:
                 return
 
     def _ordered(self) -> Iterator[list[Any]]:
-        """Each page's items, in page order."""
-        first = self._page(0)
-        if self._last(0, first) or self.pages == 1:
-            yield first[0]
-            return
-        bar = self._bar(len(first[0]))
-        pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
-        pending: dict[Future, int] = {}
-        arrived: dict[int, tuple[list[Any], Any]] = {}
-        self.end = end = self.pages  # pages at or past `end` are not needed
-        following, in_flight = 1, self.eager
-        horizon = self.horizon  # no page past it is asked for before it comes back full
-        step = math.ceil(self.eager / 2)  # a quarter of the estimate
-        previous = first[0]
-        try:
-            yield first[0]
+        """Each page's items, in page order. Without an estimate, the first page is read alone
+        (a short result costs one request); with one, it is asked for with the next ones."""
+        previous: list[Any] = []
+        if not self.horizon < math.inf or self.pages == 1:
+            first = self._page(0)
+            if self._last(0, first) or self.pages == 1:
+                yield first[0]
+                return
+            previous = first[0]
             del first
-            for number in itertools.count(1):
-                while number not in arrived:
-                    while following < min(end, horizon + 1) and len(pending) < in_flight:
-                        pending[pool.submit(self._page, following)] = following
-                        following += 1
-                    if number >= end:
-                        return
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        page = pending.pop(future)
-                        if page < end:
-                            arrived[page] = future.result()
-                            in_flight = min(self.workers, in_flight * 2)
-                            if self._last(page, arrived[page]):
-                                self.end = end = page + 1
-                            elif page >= horizon:
-                                horizon = page + step
-                items = arrived.pop(number)[0]
+        bar = self._bar(len(previous))
+        pool = ThreadPoolExecutor(max(1, self.workers), thread_name_prefix="toolkit-page")
+        start = 1 if previous else 0
+        feed = _Feed(self, pool, following=start)
+        try:
+            if previous:
+                yield previous
+            for number in itertools.count(start):
+                page = feed.take(number)
+                if page is None:
+                    return
+                items = page.result()[0]
                 previous = self._check_repeat(previous, items, number)
                 if bar is not None:
                     bar.update(len(items))
                 yield items
         finally:
+            feed.close()
             pool.shutdown(wait=True, cancel_futures=True)
             if bar is not None:
                 bar.close()
@@ -198,6 +196,17 @@ class ActivityPager:
             self.requested += 1
             body = self.fetch(number, self.page_size)
         return _items(body), body
+
+    def _pages_in_window(self, number: int, items: list[Any]) -> float:
+        """How many pages the window holds, as page ``number`` (full) says: the share of the
+        window that pages 0 to ``number`` cover, from its oldest ``createdAt`` (0: unknown)."""
+        try:
+            after, before = self.window
+            oldest = parse_time(items[-1]["createdAt"], name="createdAt")
+            covered = (before - oldest) / (before - after)
+        except (TypeError, KeyError, ValueError, ZeroDivisionError, ParameterError):
+            return 0
+        return (number + 1) / covered if covered > 0 else 0
 
     def _last(self, number: int, page: tuple[list[Any], Any]) -> bool:
         items, body = page
@@ -224,6 +233,72 @@ class ActivityPager:
         if not self.progress:
             return None
         return progress_bar(total=self.limit, initial=initial, unit=" rows", desc="activity")
+
+
+class _Feed:
+    """The pages after the first of an `ActivityPager` read, asked for as soon as there is room:
+    each page that comes back asks for the next ones in its own thread (the caller may be busy
+    building columns), up to ``workers`` in flight, none past the end found or the horizon, and
+    at most `AHEAD` pages past the one the caller waits for."""
+
+    def __init__(self, pager: ActivityPager, pool: ThreadPoolExecutor, following: int):
+        self.pager, self.pool = pager, pool
+        self.changed = threading.Condition()
+        self.arrived: dict[int, Future] = {}
+        self.following, self.wanted, self.pending = following, following, 0
+        self.in_flight = pager.eager
+        self.horizon = pager.horizon  # no page past it is asked for before it comes back full
+        self.step = math.ceil(pager.eager / 2)  # a quarter of the estimate
+        self.closed = False
+        pager.end = pager.pages  # pages at or past the end are not needed
+        with self.changed:
+            self._ask()
+
+    def take(self, number: int) -> Future | None:
+        """Page ``number`` once it has come back (a done future), or None past the end."""
+        with self.changed:
+            self.wanted = number
+            self._ask()
+            while number not in self.arrived and number < self.pager.end:
+                self.changed.wait()
+            return self.arrived.pop(number, None)
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+
+    def _ask(self) -> None:
+        """Submit the pages there is room for (called with the lock held)."""
+        pager = self.pager
+        ahead = self.wanted + AHEAD
+        while (
+            not self.closed
+            and self.following < min(pager.end, self.horizon + 1, ahead)
+            and self.pending < self.in_flight
+        ):
+            number, self.following = self.following, self.following + 1
+            self.pending += 1
+            future = self.pool.submit(pager._page, number)
+            future.add_done_callback(functools.partial(self._arrive, number))  # may run now
+
+    def _arrive(self, number: int, future: Future) -> None:
+        with self.changed:
+            self.pending -= 1
+            pager = self.pager
+            if number < pager.end and not future.cancelled():
+                self.arrived[number] = future
+                if future.exception() is None:
+                    self.in_flight = min(pager.workers, self.in_flight * 2)
+                    if pager._last(number, future.result()):
+                        pager.end = number + 1
+                    else:
+                        if number >= self.horizon:
+                            self.horizon = number + self.step
+                        if pager.window:
+                            estimate = pager._pages_in_window(number, future.result()[0])
+                            self.horizon = max(self.horizon, min(math.ceil(estimate), 10**6))
+            self._ask()
+            self.changed.notify_all()
 
 
 _gc_lock = threading.Lock()
