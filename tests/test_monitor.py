@@ -143,19 +143,19 @@ def test_run_is_bounded_without_real_sleep(live):
 def test_background_polling_with_live_traffic(live):
     sandbox, client = live
     ticks: queue.Queue = queue.Queue()
-    stopping = threading.Event()  # a sleep after it returns at once (no tick would come)
-    sleep = lambda s: None if stopping.is_set() else ticks.get()  # noqa: E731
-    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=sleep)
+    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=lambda s: ticks.get())
     monitor.start()
     try:
         wait_for(lambda: monitor.polls == 1)
         _traffic_until(sandbox, client, 20)
         ticks.put("poll")
         wait_for(lambda: monitor.polls == 2)
-    finally:
-        stopping.set()
-        ticks.put("release")  # the sleep already waiting for a tick
-        monitor.stop()
+    finally:  # the loop may poll again and wait in its injected sleep: wake it until it stops
+        stopping = threading.Thread(target=monitor.stop)
+        stopping.start()
+        while stopping.is_alive():
+            ticks.put("release")
+            stopping.join(0.1)
     assert monitor.error is None
     _equal(monitor.activity, _direct(client, monitor))
     assert len(monitor.activity.notifications) >= 20

@@ -136,9 +136,24 @@ def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
     return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M} UTC"
 
 
+#: How providers whose names are not their id capitalised are written in sentences.
+_PROVIDER_NAMES = {
+    "sendgrid": "SendGrid",
+    "ses": "Amazon SES",
+    "sns": "Amazon SNS",
+    "fcm": "FCM",
+    "apns": "APNs",
+    "msteams": "MS Teams",
+    "one-signal": "OneSignal",
+    "svc": "The in-app service",
+}
+
+
 def _name(provider: str | None) -> str:
     if not provider:
         return "The service"
+    if provider in _PROVIDER_NAMES:
+        return _PROVIDER_NAMES[provider]
     return provider[0].upper() + provider[1:] if provider.isalpha() else provider
 
 
