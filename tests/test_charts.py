@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
@@ -239,3 +241,11 @@ def test_summarize_lists_traces_and_totals():
     assert "twilio: 1 points, max=1" in charts.summarize(
         charts.failure_rate_by_provider(sample_activity(), min_jobs=1)
     )
+
+
+def test_figures_skip_revalidating_the_template_without_changing_it():
+    """`charts._figure` sets plotly's template without validating it again (plotly's private
+    ``_validate`` flag): a plotly upgrade that changes this shows here."""
+    fast = charts._figure("Title", "x", "y", barmode="stack")
+    checked = go.Figure(layout=charts._layout("Title", "x", "y", barmode="stack"))
+    assert json.loads(fast.to_json()) == json.loads(checked.to_json())  # the same, keys aside
