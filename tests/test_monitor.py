@@ -143,19 +143,22 @@ def test_run_is_bounded_without_real_sleep(live):
 def test_background_polling_with_live_traffic(live):
     sandbox, client = live
     ticks: queue.Queue = queue.Queue()
-    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=lambda s: ticks.get())
+    stopping = threading.Event()  # once set, the injected sleep returns at once
+
+    def sleep(seconds):
+        return None if stopping.is_set() else ticks.get()
+
+    monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=sleep)
     monitor.start()
     try:
         wait_for(lambda: monitor.polls == 1)
         _traffic_until(sandbox, client, 20)
         ticks.put("poll")
         wait_for(lambda: monitor.polls == 2)
-    finally:  # the loop may poll again and wait in its injected sleep: wake it until it stops
-        stopping = threading.Thread(target=monitor.stop)
-        stopping.start()
-        while stopping.is_alive():
-            ticks.put("release")
-            stopping.join(0.1)
+    finally:  # the loop may poll again after the release: its sleep no longer waits
+        stopping.set()
+        ticks.put("release")
+        monitor.stop()
     assert monitor.error is None
     _equal(monitor.activity, _direct(client, monitor))
     assert len(monitor.activity.notifications) >= 20

@@ -8,12 +8,12 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
+from tests.conftest import wait_for
 from toolkit.sandbox import start
 from toolkit.sandbox.app import MAX_BODY_BYTES
 
@@ -65,10 +65,12 @@ def test_a_write_killed_in_flight_does_not_keep_its_idempotency_key_claimed(tmp_
     sender.start()
     try:
         with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as probe:
-            deadline = time.monotonic() + 60
-            while not probe.execute("SELECT 1 FROM idempotency WHERE state = 'running'").fetchone():
-                assert time.monotonic() < deadline and process.poll() is None, "no claim"
-                time.sleep(0.02)
+
+            def claimed():
+                assert process.poll() is None, "the server exited before claiming the write"
+                return probe.execute("SELECT 1 FROM idempotency WHERE state = 'running'").fetchone()
+
+            wait_for(claimed, timeout=60)
     finally:
         process.kill()  # SIGKILL while the claimed write runs
         process.wait(timeout=20)
