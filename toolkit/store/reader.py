@@ -191,7 +191,8 @@ class Store:
         }
         notifications = self._notifications(start, end, filters, wanted["notifications"])
         provenance = self._provenance(filters, start, end)
-        with self._duckdb(start, end, notifications) as (con, files):
+        files = self._files(start, end)
+        with _duckdb(notifications, memory_limit="1GB") as con:
             jobs = _query(
                 con,
                 f"SELECT {', '.join(wanted['jobs'])} FROM read_parquet($1, filename = true,"
@@ -235,8 +236,9 @@ class Store:
         )
         stored = layout.arrow_schema("execution_details")
         schema = pa.schema([("created_at", pa.int64()), *(stored.field(k) for k in keys.split(", ")), ("count", pa.int64())])  # fmt: skip
-        with self._duckdb(start, end, notifications) as (con, files):
-            counts = _query(con, query, files["execution_details"], schema)
+        files = self._files(start, end)["execution_details"]
+        with _duckdb(notifications, memory_limit="1GB") as con:
+            counts = _query(con, query, files, schema)
         counts = counts.to_pandas().astype({"created_at": "datetime64[us, UTC]"})
         counts = counts[list(COUNT_COLUMNS)].astype(COUNT_COLUMNS)
         counts.attrs["freq"] = step
@@ -317,10 +319,7 @@ class Store:
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
         ``execution_details`` (each with its ``created_date`` partition key)."""
-        import duckdb
-
-        with duckdb.connect() as con:
-            con.execute("SET TimeZone = 'UTC'")
+        with _duckdb() as con:
             for table in layout.TABLES:
                 if any((self.path / table).glob("*/*.parquet")):
                     pattern = str(self.path / table / "*" / "*.parquet")
@@ -332,10 +331,7 @@ class Store:
                     empty = layout.arrow_schema(table).append(pa.field(layout.PARTITION, pa.string()))  # fmt: skip
                     con.register(f"_{table}", empty.empty_table())
                     con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}")
-            try:
-                return con.execute(query).df()
-            except duckdb.IOException as error:
-                raise StoreError(f"{error}: {_REPAIR}") from None
+            return con.execute(query).df()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -374,21 +370,10 @@ class Store:
             notifications = _keep(notifications, mask)
         return notifications if limit is None else notifications.slice(0, limit)
 
-    @contextmanager
-    def _duckdb(self, start, end, notifications: pa.Table):
-        """A DuckDB connection where ``selected`` holds the ids of ``notifications``, and the
-        partition files of the window's days, by table."""
-        import duckdb
-
+    def _files(self, start, end) -> dict[str, list[str]]:
+        """The partition files of the window's days, by table."""
         days = self._days(start, end)
-        files = {t: [str(layout.day_path(self.path, t, d)) for d in days] for t in layout.TABLES}
-        with duckdb.connect(config={"threads": 2, "memory_limit": "1GB"}) as con:
-            con.execute("SET TimeZone = 'UTC'")
-            con.register("selected", notifications.select(["notification_id"]))
-            try:
-                yield con, files
-            except duckdb.IOException as error:
-                raise StoreError(f"{error}: {_REPAIR}") from None
+        return {t: [str(layout.day_path(self.path, t, d)) for d in days] for t in layout.TABLES}
 
     def _days(self, start, end) -> list[str]:
         held = layout.days_held(self.path)
@@ -471,6 +456,22 @@ def _in_window(notifications: pa.Table, start, end) -> pa.ChunkedArray:
 
 
 _CHOSEN = "notification_id IN (SELECT notification_id FROM selected)"
+
+
+@contextmanager
+def _duckdb(selected: pa.Table | None = None, **config: str):
+    """A DuckDB connection on UTC, where ``selected`` holds the ids of the notifications that
+    `_CHOSEN` keeps; a damaged file becomes a `StoreError` saying how to repair it."""
+    import duckdb
+
+    with duckdb.connect(config=config) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        if selected is not None:
+            con.register("selected", selected.select(["notification_id"]))
+        try:
+            yield con
+        except duckdb.IOException as error:
+            raise StoreError(f"{error}: {_REPAIR}") from None
 
 
 def _reduced_details() -> str:
