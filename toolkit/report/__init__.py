@@ -175,11 +175,7 @@ def build_report(
         A provenance key names a secret, or a frame lacks a column of `COLUMNS`.
     """
     before = None if previous is None else _headline_of(previous)
-    if counts is None:
-        period = _period(activity, "activity")
-    else:
-        _check_columns(activity, "activity", counted=False)
-        period = Period(activity, metrics.delivery_jobs(activity), counts)
+    period = _period(activity, "activity", counts)
     return _render(_contents(period, before, incidents, top), provenance, generated_at)
 
 
@@ -335,12 +331,15 @@ def _headline_of(previous) -> dict[str, Any]:
     return headline(previous)
 
 
-def _period(read: Any, name: str) -> Period:
-    """What ``read`` gave, as a `Period` (its delivery jobs and detail counts computed)."""
+def _period(read: Any, name: str, counts: pd.DataFrame | None = None) -> Period:
+    """What ``read`` gave, as a `Period`: its delivery jobs computed, and its detail counts
+    unless given."""
     if isinstance(read, Period):
         return read
-    _check_columns(read, name, counted=True)
-    return Period(read, metrics.delivery_jobs(read), metrics.detail_counts(read.execution_details))
+    _check_columns(read, name, counted=counts is None)
+    if counts is None:
+        counts = metrics.detail_counts(read.execution_details)
+    return Period(read, metrics.delivery_jobs(read), counts)
 
 
 def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
