@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -12,6 +14,7 @@ import pytest
 
 import toolkit
 from tests.conftest import wait_for
+from toolkit._cli import reads_store
 from toolkit.client import connect
 from toolkit.errors import ParameterError
 from toolkit.metrics import (
@@ -280,3 +283,34 @@ def test_report_from_a_store(synced, tmp_path, capsys):
     report = toolkit.open_store(path).report("2d", out=tmp_path / "two.html")
     assert report.previous is None and "not available" in report.provenance["previous"]
     assert main(["report", "--store", str(tmp_path / "none"), "--out", str(out)]) == 2
+
+
+def test_the_report_program_over_a_store_returns_freed_memory_and_writes_the_same_report(
+    synced, tmp_path
+):
+    """``python -m toolkit report --store`` tunes its allocators (`toolkit._allocator`): the
+    report it writes is the library's, byte for byte."""
+    path, program, library = synced[0], tmp_path / "program.html", tmp_path / "library.html"
+    command = [sys.executable, "-m", "toolkit", "report", "--store", str(path), "--since", "1d"]
+    done = subprocess.run([*command, "--out", str(program)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    toolkit.open_store(path).report("1d", out=library)
+    assert program.read_bytes() == library.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [(["--store", "s"], True), (["--since", "1d", "--store=s"], True), (["--since", "1d"], False),
+     (["--store"], False)],
+)  # fmt: skip
+def test_the_program_knows_when_it_reads_a_store(argv, expected):
+    assert reads_store(argv) is expected
+
+
+def test_returning_freed_memory_switches_arrow_to_the_system_allocator():
+    code = (
+        "import pyarrow as pa; from toolkit._allocator import return_freed_memory;"
+        " return_freed_memory(); print(pa.default_memory_pool().backend_name)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "system"

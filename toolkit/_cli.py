@@ -55,12 +55,8 @@ def start_sandbox(argv: list[str]) -> None:
     use. It starts while the command imports, and serves on the other core instead of under
     this process's GIL. If in doubt, nothing is started: `connect` then starts the sandbox in
     this process, or says what is wrong."""
-    early = argparse.ArgumentParser(add_help=False)
-    for option in ("--base-url", "--api-key", "--store"):
-        early.add_argument(option)
-    early.add_argument("-h", "--help", action="store_true")
     try:
-        args, _ = early.parse_known_args(argv)
+        args = _early(argv)
         if args.help or args.store or Settings.resolve(args.base_url, args.api_key).configured:
             return
     except (SystemExit, ToolkitError):
@@ -71,6 +67,23 @@ def start_sandbox(argv: list[str]) -> None:
     from toolkit.sandbox.process import SandboxProcess
 
     adopt_local_sandbox(SandboxProcess())
+
+
+def reads_store(argv: list[str]) -> bool:
+    """Whether a command's arguments (``argv``) name a store (``--store``)."""
+    try:
+        return bool(_early(argv).store)
+    except SystemExit:
+        return False
+
+
+def _early(argv: list[str]) -> argparse.Namespace:
+    """The options that decide what a command reads, parsed before the command is imported."""
+    early = argparse.ArgumentParser(add_help=False)
+    for option in ("--base-url", "--api-key", "--store"):
+        early.add_argument(option)
+    early.add_argument("-h", "--help", action="store_true")
+    return early.parse_known_args(argv)[0]
 
 
 def connect(args: argparse.Namespace):

@@ -362,9 +362,10 @@ def top_failures(
     failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
     ids = pd.Series(dtype="string")
     if notifications is not None:
-        ids = notifications[["notification_id", "transaction_id"]].drop_duplicates(
-            "notification_id"
-        )
+        ids = notifications.loc[
+            notifications["notification_id"].isin(failed["notification_id"]).to_numpy(),
+            ["notification_id", "transaction_id"],
+        ].drop_duplicates("notification_id")
         ids = ids.set_index("notification_id")["transaction_id"].astype("string")
     grouped = failed.groupby(keys, observed=True, dropna=False, sort=False)
     table = grouped.agg(

@@ -218,15 +218,18 @@ class _Found:
 
     def __init__(self, activity, jobs, grid, baseline, base_jobs, names):
         self.grid = grid
-        self.jobs = tables.job_table(jobs, grid, base_jobs)
+        self.jobs, self.slow_above = tables.job_table(jobs, grid, base_jobs)
         self.base = None
         if base_jobs is not None:
-            self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)}
-        self.notes = None
+            self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)[0]}
+        self.notes, self.notifications = None, activity.notifications
         if {"volume", "channel_volume"} & set(names):
-            self.notes = tables.notification_table(activity, grid)
+            self.notes = tables.notification_table(activity.notifications, grid)
+            self.jobs["note"] = tables.sent_rows(activity.notifications, self.notes, self.jobs)
             if baseline is not None:
-                self.base["notifications"] = tables.notification_table(baseline, grid)
+                notes = tables.notification_table(baseline.notifications, grid)
+                self.base["jobs"]["note"] = tables.sent_rows(baseline.notifications, notes, self.base["jobs"])  # fmt: skip
+                self.base["notifications"] = notes
         self.groups: dict[str, tables.Groups] = {}
 
     def table(self, name: str) -> pd.DataFrame:
@@ -280,11 +283,10 @@ class _Found:
             ongoing = not groups.hits(pick.group, later).any()
         else:
             ongoing = (1 - rate) ** len(later) > STILL_GOING
-        end = table["event_end"] if "event_end" in table else table["at"]
         return {
             "scan": name,
             "start": table["at"].iloc[first],
-            "end": max(end.iloc[last], table["at"].iloc[first]),
+            "end": max(tables.event_end(table, last), table["at"].iloc[first]),
             "group": pick.group,
             "keys": groups.keys[pick.group],
             "first": int(first),
@@ -388,12 +390,15 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     scan, jobs = row["scan"], found.jobs
     if scan in ("volume", "channel_volume"):
         sent = found.groups[scan].members[row["group"]]
-        row["workflows"] = found.notes["workflow"].iloc[sent].value_counts().index.tolist()
+        workflows = found.notifications["workflow_identifier"].iloc[found.notes["row"].iloc[sent]]
+        row["workflows"] = workflows.astype("string").value_counts().index.tolist()
         return "volume_drop"
     hit = jobs.iloc[row["affected"]]
     if scan == "latency":
         row["p95"] = float(hit["time_to_send_s"].quantile(0.95))
-        row["usual_p95"] = float(hit["slow_above"].iloc[0])
+        row["usual_p95"] = float(
+            found.slow_above[row["keys"]["channel"], row["keys"]["provider_id"]]
+        )
         return "latency_degradation"
     if scan == "provider":
         retried = hit["retried"].mean() >= MOST if len(hit) else False
@@ -418,8 +423,8 @@ def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
         return False  # the service retries it: a provider failing, not a credential refused
     later = jobs.iloc[row["first"] :]
     later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
-    first_hit = hit.groupby("subscriber_id")["t"].min()
-    after = later[later["t"].to_numpy() > later["subscriber_id"].map(first_hit).to_numpy()]
+    first_hit = pd.Series(hit["at"].array.asi8).groupby(hit["subscriber_id"].to_numpy()).min()
+    after = later[later["at"].array.asi8 > later["subscriber_id"].map(first_hit).to_numpy()]
     people = after["subscriber_id"].nunique()
     recovered = after.loc[~after["met_failure"], "subscriber_id"].nunique()
     if people >= 3:  # enough of them were sent to again: do they succeed?

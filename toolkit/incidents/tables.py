@@ -48,7 +48,7 @@ class Grid:
 
     def of(self, at: pd.Series) -> np.ndarray:
         index = ((at - self.start) // self.step).to_numpy("float64", na_value=0.0)
-        return np.clip(index, 0, self.count - 1).astype("int64")
+        return np.clip(index, 0, self.count - 1).astype("int32")
 
 
 def start_time(jobs: pd.DataFrame) -> pd.Series:
@@ -57,57 +57,85 @@ def start_time(jobs: pd.DataFrame) -> pd.Series:
     return jobs["started_at"].fillna(jobs["triggered_at"])
 
 
-def job_table(jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None) -> pd.DataFrame:
-    """Delivery jobs sorted by ``at`` (first execution detail, else trigger), with ``t`` (ns),
-    ``bucket`` and the flags the scans count. ``reference`` (the baseline's jobs, default
-    ``jobs``) sets each (channel, provider)'s slow threshold."""
+def job_table(
+    jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Delivery jobs sorted by ``at`` (first execution detail, else trigger), with ``bucket``
+    and the flags the scans count, and the slow threshold of each (channel, provider): the
+    `SLOW_QUANTILE` of the time to send of ``reference`` (the baseline's jobs, default
+    ``jobs``). The table shares the columns it keeps with ``jobs``."""
     at = start_time(jobs)
-    met_failure = jobs["failed_attempts"].to_numpy() > 0
-    send = metrics.time_to_send(jobs)
-    reference = jobs if reference is None else reference
-    slow_above = metrics.time_to_send(reference).groupby(_pair(reference)).quantile(SLOW_QUANTILE)
-    limit = _pair(jobs).map(slow_above).to_numpy("float64", na_value=np.nan)
+    failed_attempts = jobs["failed_attempts"].to_numpy()
+    met_failure = failed_attempts > 0
+    send = metrics.time_to_send(jobs).to_numpy()
+    slow_above = _slow_above(jobs if reference is None else reference)
     in_flight = metrics.has_outcome(jobs, "in_flight")
-    unused = ["triggered_at", "final_status", "outcome", "time_to_deliver_s", "job_duration_s",
-              "failed_attempts"]  # fmt: skip
-    table = jobs.drop(columns=unused).assign(  # the sort below copies what is kept
+    kept = ["job_id", "notification_id", "subscriber_id", "workflow", "channel", "provider_id",
+            "ended_at", "error_code", "error_text", "domain"]  # fmt: skip
+    table = jobs[kept].assign(
         at=at,
-        t=at.array.asi8,
         bucket=grid.of(at),
         met_failure=met_failure,
         tried=metrics.has_outcome(jobs, "finished", "failed") | met_failure,
-        retried=(jobs["failed_attempts"].to_numpy() >= 2) | (met_failure & in_flight),
+        retried=(failed_attempts >= 2) | (met_failure & in_flight),
         attempted=metrics.has_outcome(jobs, "finished", "failed", "in_flight"),
-        time_to_send_s=send.to_numpy(),
-        slow=send.to_numpy() > limit,
-        slow_above=limit,
+        time_to_send_s=send,
+        slow=send > _of_pair(jobs, slow_above),
     )
-    sent_at = table["at"] + pd.to_timedelta(table["time_to_send_s"], unit="s")
-    failure_end = table["ended_at"].where(met_failure)
-    table["event_end"] = failure_end.fillna(sent_at).fillna(table["at"])
-    return table.sort_values("t", kind="stable").reset_index(drop=True)
+    return _in_time_order(table), slow_above
 
 
-def notification_table(activity: Any, grid: Grid) -> pd.DataFrame:
-    """Notifications sorted by ``at`` (their trigger), with ``t`` (ns) and ``bucket``; which
-    (channel, provider) each was sent on comes from `groups`."""
-    notes = activity.notifications[["notification_id", "workflow_identifier", "created_at"]]
-    notes = notes.drop_duplicates("notification_id")
-    at = notes["created_at"].astype("datetime64[ns, UTC]")
-    table = pd.DataFrame(
-        {
-            "notification_id": notes["notification_id"].astype("string").array,
-            "workflow": notes["workflow_identifier"].astype("string").array,
-            "at": at.array,
-        }
-    ).dropna(subset=["at"])
-    table["t"] = table["at"].array.asi8
-    table["bucket"] = grid.of(table["at"])
-    return table.sort_values("t", kind="stable").reset_index(drop=True)
+def event_end(table: pd.DataFrame, row: int) -> pd.Timestamp:
+    """When row ``row`` of a job table ended as an event: its last execution detail if it met a
+    failure, else when it was sent, else its start (a notification: its trigger)."""
+    one = table.iloc[[row]]
+    if "met_failure" not in one:
+        return one["at"].iloc[0]
+    sent_at = one["at"] + pd.to_timedelta(one["time_to_send_s"], unit="s")
+    failure_end = one["ended_at"].where(one["met_failure"].to_numpy())
+    return failure_end.fillna(sent_at).fillna(one["at"]).iloc[0]
 
 
-def _pair(jobs: pd.DataFrame) -> pd.Series:
-    return jobs["channel"].astype("string") + "/" + jobs["provider_id"].astype("string")
+def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:
+    """Notifications sorted by ``at`` (their trigger), with ``bucket`` and their ``row`` in
+    ``notifications`` (each id once); which (channel, provider) each was sent on comes from
+    `groups`."""
+    created = notifications["created_at"].astype("datetime64[ns, UTC]")
+    first = ~notifications["notification_id"].duplicated().to_numpy()
+    rows = np.flatnonzero(first & created.notna().to_numpy()).astype("int32")
+    at = created.array[rows]
+    table = pd.DataFrame({"row": rows, "at": at, "bucket": grid.of(pd.Series(at))})
+    return _in_time_order(table)
+
+
+def sent_rows(notifications: pd.DataFrame, table: pd.DataFrame, jobs: pd.DataFrame) -> np.ndarray:
+    """The row of ``table`` (`notification_table` of ``notifications``) of the notification of
+    each of ``jobs`` (-1: none)."""
+    at = metrics.positions(notifications["notification_id"], jobs["notification_id"])
+    of_row = np.full(len(notifications) + 1, -1, dtype="int32")  # the last: a job's -1
+    of_row[table["row"].to_numpy()] = np.arange(len(table), dtype="int32")
+    return of_row[at]
+
+
+def _in_time_order(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` sorted by ``at`` (stable, missing first), itself when it already is."""
+    order = np.argsort(table["at"].array.asi8, kind="stable")
+    if (order == np.arange(len(order))).all():
+        return table.reset_index(drop=True)
+    return table.take(order).reset_index(drop=True)
+
+
+def _slow_above(reference: pd.DataFrame) -> pd.Series:
+    pairs = [reference["channel"], reference["provider_id"]]
+    return metrics.time_to_send(reference).groupby(pairs, observed=True).quantile(SLOW_QUANTILE)
+
+
+def _of_pair(jobs: pd.DataFrame, values: pd.Series) -> np.ndarray:
+    """``values`` (by channel and provider) of each of ``jobs`` (NaN: none)."""
+    if values.empty:
+        return np.full(len(jobs), np.nan)
+    at = values.index.get_indexer(pd.MultiIndex.from_arrays([jobs["channel"], jobs["provider_id"]]))
+    return np.where(at >= 0, values.to_numpy("float64")[at], np.nan)
 
 
 @dataclass
@@ -151,7 +179,8 @@ def population(table: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def groups(table: pd.DataFrame, spec: Spec, jobs: pd.DataFrame | None = None) -> Groups:
-    """The groups of ``spec`` over ``table`` (for notifications: ``jobs``, the job table)."""
+    """The groups of ``spec`` over ``table`` (for notifications: ``jobs``, the job table, with
+    the ``note`` each was sent for, `sent_rows`)."""
     if spec.unit == "notifications":
         return _sent_on(table, jobs, spec)
     trials, events = population(table, spec.name)
@@ -163,19 +192,20 @@ def groups(table: pd.DataFrame, spec: Spec, jobs: pd.DataFrame | None = None) ->
 def _sent_on(notes: pd.DataFrame, jobs: pd.DataFrame, spec: Spec) -> Groups:
     """Volume: every notification is a trial; it is an event of each (channel, provider) it
     was sent on (a job neither skipped nor canceled)."""
-    sent = jobs.loc[jobs["attempted"].to_numpy(), ["notification_id", *spec.split]]
-    position = metrics.positions(notes["notification_id"], sent["notification_id"])
-    sent = sent[position >= 0].assign(row=position[position >= 0])
-    sent = sent.drop_duplicates(["row", *spec.split])
-    event, keys = _codes(sent, spec.split, np.ones(len(sent), dtype=bool))
-    trial = np.zeros(len(notes), dtype="int64")
-    return _assemble(spec, trial, [()], event, keys, sent["row"].to_numpy())
+    note = jobs["note"].to_numpy()
+    sent = jobs["attempted"].to_numpy() & (note >= 0)
+    event, keys = _codes(jobs.loc[sent, list(spec.split)], spec.split, np.ones(sent.sum(), bool))
+    width = max(len(keys), 1)
+    pairs = np.unique(note[sent].astype("int64") * width + event)  # once per notification
+    rows, event = np.divmod(pairs, width)
+    trial = np.zeros(len(notes), dtype="int32")
+    return _assemble(spec, trial, [()], event, keys, rows.astype("int32"))
 
 
 def _assemble(spec, trial, trial_keys, event, keys, rows=None) -> Groups:
     """Groups from each row's trial and event group numbers (``rows``: the table positions of
     the event rows, when they are not the table's own)."""
-    rows = np.arange(len(event)) if rows is None else rows
+    rows = np.arange(len(event), dtype="int32") if rows is None else rows
     parent_of = {key: n for n, key in enumerate(trial_keys)}
     parent = np.array([parent_of[key[: len(spec.keys)]] for key in keys], dtype=int)
     order = np.argsort(event, kind="stable")
@@ -189,14 +219,17 @@ def _assemble(spec, trial, trial_keys, event, keys, rows=None) -> Groups:
 def _codes(frame: pd.DataFrame, keys: tuple[str, ...], mask: np.ndarray) -> tuple[np.ndarray, list]:
     """A group number per row (-1 outside ``mask``) and the groups' key tuples (None: missing)."""
     if not keys:
-        return np.where(mask, 0, -1), [()]
+        return np.where(mask, 0, -1).astype("int32"), [()]
     combined = np.zeros(int(mask.sum()), dtype="int64")
     uniques = []
     for key in keys:
         codes, values = pd.factorize(frame[key], use_na_sentinel=False)
         combined = combined * (len(values) + 1) + codes[mask]
         uniques.append([None if pd.isna(value) else str(value) for value in values])
-    found, inverse = np.unique(combined, return_inverse=True)
+    inverse, numbers = pd.factorize(combined)  # hashed: np.unique's sort takes more memory
+    order = np.argsort(numbers)  # the groups in the order of their codes
+    found, rank = numbers[order], np.empty(len(order), dtype="int32")
+    rank[order] = np.arange(len(order), dtype="int32")
     tuples = []
     for number in found:
         parts = []
@@ -204,8 +237,8 @@ def _codes(frame: pd.DataFrame, keys: tuple[str, ...], mask: np.ndarray) -> tupl
             number, code = divmod(int(number), len(values) + 1)
             parts.append(values[code])
         tuples.append(tuple(reversed(parts)))
-    full = np.full(len(frame), -1)
-    full[mask] = inverse
+    full = np.full(len(frame), -1, dtype="int32")
+    full[mask] = rank[inverse]
     return full, tuples
 
 
