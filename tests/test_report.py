@@ -276,6 +276,10 @@ def test_the_report_needs_only_its_columns(windows):
     details = current.execution_details[counted]
     assert build_report(trimmed(current)._replace(execution_details=details),
                         previous=trimmed(previous), **kwargs) == full  # fmt: skip
+    with pytest.raises(
+        ParameterError, match=r"counts='DataFrame' is not allowed: metrics.detail_counts"
+    ):
+        build_report(trimmed(current), counts=current.execution_details, **kwargs)
     missing = current._replace(jobs=current.jobs.drop(columns="final_status"))
     with pytest.raises(ParameterError, match=r"activity.jobs=.*final_status"):
         build_report(missing, **kwargs)

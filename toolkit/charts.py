@@ -386,7 +386,7 @@ def _counted(frame: Any, freq: str | None = None) -> pd.DataFrame:
     counts themselves when their buckets divide ``freq``; anything else is refused."""
     if isinstance(frame, pd.DataFrame) and "execution_detail_id" in frame.columns:
         return metrics.detail_counts(frame, freq or "1D")
-    if isinstance(frame, pd.DataFrame) and "freq" in frame.attrs and list(frame.columns) == list(metrics.COUNT_COLUMNS):  # fmt: skip
+    if metrics.is_detail_counts(frame):
         width = frame.attrs["freq"]
         if freq is not None and metrics.bucket_width(freq) % width:
             raise ParameterError("freq", freq, f"a multiple of the counts' bucket width ({width})")

@@ -210,6 +210,16 @@ def detail_counts(details: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
     return counts
 
 
+def is_detail_counts(frame: Any) -> bool:
+    """Whether ``frame`` is a `detail_counts` frame (its columns, and its bucket width in
+    ``attrs["freq"]``)."""
+    return (
+        isinstance(frame, pd.DataFrame)
+        and "freq" in frame.attrs
+        and list(frame.columns) == list(COUNT_COLUMNS)
+    )
+
+
 def bucket_width(freq: str) -> pd.Timedelta:
     """``freq`` (``"15min"``, ``"1h"``, ``"1D"``) as a positive Timedelta, or `ParameterError`."""
     try:

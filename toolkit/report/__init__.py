@@ -336,6 +336,8 @@ def _period(read: Any, name: str, counts: pd.DataFrame | None = None) -> Period:
     unless given."""
     if isinstance(read, Period):
         return read
+    if counts is not None and not metrics.is_detail_counts(counts):
+        raise ParameterError("counts", type(counts).__name__, "metrics.detail_counts(activity.execution_details)")  # fmt: skip
     _check_columns(read, name, counted=counts is None)
     if counts is None:
         counts = metrics.detail_counts(read.execution_details)
