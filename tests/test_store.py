@@ -17,6 +17,7 @@ from tests.conftest import wait_for
 from toolkit._cli import reads_store
 from toolkit.client import connect
 from toolkit.errors import ParameterError
+from toolkit.incidents import find_incidents
 from toolkit.metrics import (
     COUNT_COLUMNS,
     REQUIRED_COLUMNS,
@@ -283,6 +284,21 @@ def test_report_from_a_store(synced, tmp_path, capsys):
     report = toolkit.open_store(path).report("2d", out=tmp_path / "two.html")
     assert report.previous is None and "not available" in report.provenance["previous"]
     assert main(["report", "--store", str(tmp_path / "none"), "--out", str(out)]) == 2
+
+
+def test_incidents_from_a_store(synced, capsys):
+    """``incidents --store`` finds, from the lean period a report reads, what `find_incidents`
+    finds in every row of the window."""
+    from toolkit.__main__ import main
+
+    path = synced[0]
+    assert main(["incidents", "--store", str(path), "--since", "2d", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = find_incidents(toolkit.open_store(path).read(after="2d"))
+    assert printed == json.loads(expected.to_json(orient="records", date_format="iso"))
+    assert printed  # the shared sandbox's planted incidents
+    assert main(["incidents", "--store", str(path), "--since", "4d"]) == 2
+    assert "within the store's window" in capsys.readouterr().err
 
 
 def test_the_report_program_over_a_store_returns_freed_memory_and_writes_the_same_report(

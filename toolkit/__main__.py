@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["report"]:
+    if sys.argv[1:2] in (["report"], ["incidents"]):
         from toolkit._cli import reads_store
 
         if reads_store(sys.argv[2:]):  # one big job: what it frees goes back to the system

@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _cli.parser("python -m toolkit incidents", DESCRIPTION)
     _cli.add_window(parser)
     parser.add_argument("--json", action="store_true", help="print JSON (one object per incident)")
+    parser.add_argument("--store", metavar="PATH", help="find them in this store (python -m toolkit sync) instead of the service; --since/--until count back from its watermark")  # fmt: skip
     _cli.add_service(parser)
     args = _cli.parse(parser, argv)
     return args if isinstance(args, int) else _cli.run(lambda: _incidents(args))
@@ -28,12 +29,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _incidents(args: argparse.Namespace) -> int:
     from toolkit.incidents import find_incidents
-    from toolkit.read import read_activity
 
-    activity = read_activity(
-        _cli.connect(args), after=args.since, before=args.until, progress=False
-    )
-    incidents = find_incidents(activity)
+    if args.store:  # what the report reads of a store: lean at any size
+        from toolkit.store import open_store
+
+        period = open_store(args.store).report_period(args.since, args.until)
+        incidents = find_incidents(period.activity, jobs=period.jobs)
+    else:
+        from toolkit.read import read_activity
+
+        client = _cli.connect(args)
+        incidents = find_incidents(
+            read_activity(client, after=args.since, before=args.until, progress=False)
+        )
     if args.json:
         print(json.dumps(json.loads(incidents.to_json(orient="records", date_format="iso")),
                          indent=2))  # fmt: skip
