@@ -29,12 +29,12 @@ test: $(STAMP)
 
 ## Re-execute the notebooks in place (after changing what they show), then check them.
 notebooks: $(STAMP)
-	$(BIN)/jupyter execute --inplace --timeout=600 notebooks/[0-9]*.ipynb
+	$(BIN)/python tools/execute_notebooks.py notebooks/[0-9]*.ipynb
 	$(BIN)/python -m pytest --nbval-lax notebooks
 
 lint: $(STAMP)
-	$(BIN)/ruff check toolkit tests benchmarks
-	$(BIN)/ruff format --check toolkit tests benchmarks
+	$(BIN)/ruff check toolkit tests benchmarks tools
+	$(BIN)/ruff format --check toolkit tests benchmarks tools
 
 bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
