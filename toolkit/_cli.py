@@ -91,13 +91,19 @@ def connect(args: argparse.Namespace):
     configured service (it would only relabel what the API key reads)."""
     from toolkit.client import connect
 
-    if args.environment and Settings.resolve(args.base_url, args.api_key).configured:
+    if args.environment and configured(args):
         raise ToolkitError(
             f"--environment {args.environment!r} only selects an environment of the local "
             "sandbox; with a configured service (SVC_BASE_URL/SVC_API_KEY or --base-url) "
             "the API key decides the environment: leave --environment out"
         )
     return connect(args.base_url, args.api_key, environment=args.environment)
+
+
+def configured(args: argparse.Namespace) -> bool:
+    """Whether the options of `add_service` or the environment name a service (else `connect`
+    gives the local sandbox)."""
+    return Settings.resolve(args.base_url, args.api_key).configured
 
 
 def run(action: Callable[[], int]) -> int:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 import re
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -145,8 +147,15 @@ def _policy_number(policy: str, name: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
+#: Every live `Transport`: a forked child drops their pooled connections (the parent's sockets).
+_TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
+
+
 class Transport:
     """Sends requests to the service, retrying what is worth retrying.
+
+    In a forked child (`toolkit._fork`), it opens its own connections: the pooled ones are the
+    parent's.
 
     Parameters
     ----------
@@ -208,12 +217,18 @@ class Transport:
                 "User-Agent": f"toolkit/{__version__}",
             }
         )
+        _TRANSPORTS.add(self)
 
     def __repr__(self) -> str:
         return f"<Transport {self.base_url}>"
 
     def close(self) -> None:
         """Close the pooled connections."""
+        self.session.close()
+
+    def _forget_connections(self) -> None:
+        """In a forked child: let the parent's pooled connections go (closing this process's
+        copy of a socket leaves the parent's open) and open new ones."""
         self.session.close()
 
     def request(
@@ -376,3 +391,11 @@ def _describe(exc: Exception) -> str:
     text = " ".join(str(exc).split()) or "no detail"
     text = text if len(text) <= 200 else text[:197] + "..."
     return f"connection failed ({type(exc).__name__}: {text})"
+
+
+def _after_fork_in_child() -> None:
+    for transport in list(_TRANSPORTS):
+        transport._forget_connections()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

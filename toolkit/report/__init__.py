@@ -33,6 +33,7 @@ import pandas as pd
 import plotly.offline
 
 from toolkit import charts, metrics
+from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
@@ -241,19 +242,29 @@ def delivery_report(
     Report
     """
     from toolkit.client import connect
-    from toolkit.read import read_activity
 
     out = check_out(out)
     client = connect() if client is None else client
-    filters = {k: v for k, v in {"channels": channels, **filters}.items() if v is not None}
-
-    def read(after: datetime, before: datetime):
-        return read_activity(client, after=after, before=before, progress=progress, **filters)
-
-    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    read, source, filters = _client_read(client, progress, {"channels": channels, **filters})
     return report_window(read, now=client.now(), since=since, until=until, out=out,
                          source=source, filters=filters, generated_at=generated_at, top=top,
                          concurrent=True)  # fmt: skip
+
+
+def _client_read(client, progress: bool, filters: Mapping[str, Any]):
+    """``read(after, before)`` of `read_activity` with ``filters`` (None ones left out), the
+    client's provenance and the filters kept: what `report_window` takes for a client."""
+    from toolkit.read import read_activity
+
+    filters = {k: v for k, v in filters.items() if v is not None}
+    here = os.getpid()
+
+    def read(after: datetime, before: datetime):
+        shown = progress and os.getpid() == here  # a forked reader's bar would share its line
+        return read_activity(client, after=after, before=before, progress=shown, **filters)
+
+    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    return read, source, filters
 
 
 def report_window(
@@ -286,13 +297,23 @@ def report_window(
         The provenance of the source (``base_url``, ``environment``, a store's path, ...).
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
-    concurrent : bool
-        Read the previous period while the window is read (``read`` must be thread-safe).
+    concurrent : bool or "process"
+        Read the previous period while the window is read: True in a thread (``read`` must be
+        thread-safe), ``"process"`` in a forked child process, on the other core (for a program
+        whose only thread is this one, not a notebook: see `toolkit._fork`).
     """
     out = check_out(out)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent:  # the previous period is read while the window is
+    if concurrent == "process":  # only the previous period's headline crosses back
+        earlier_read = Forked(_previous, read, start, after)
+        try:
+            activity = read(after, before)
+        except BaseException:
+            earlier_read.cancel()
+            raise
+        previous, earlier = earlier_read.result()
+    elif concurrent:  # the previous period is read while the window is
         with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
             earlier_read = pool.submit(_previous, read, start, after)
             activity = read(after, before)
@@ -440,6 +461,20 @@ def _check_columns(activity, name: str, *, counted: bool) -> None:
         if missing:
             raise ParameterError(f"{name}.{frame_name}", f"a frame without {missing}",
                                  f"the columns {list(needed)}")  # fmt: skip
+
+
+def _preload() -> None:
+    """Import and load what a report needs later (the incident finder, scipy's special functions
+    of the headline, plotly's figures, the template, plotly.js): a command does it while its
+    local sandbox starts, instead of after the reads."""
+    import plotly.graph_objects
+    import scipy.special  # noqa: F401 - the headline's intervals and tails (`toolkit.metrics`)
+
+    import toolkit.incidents  # noqa: F401
+
+    plotly.graph_objects.Figure()
+    _template()
+    _plotlyjs()
 
 
 @cache

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from toolkit.report import check_out, delivery_report, headline_lines
+    from toolkit.report import _client_read, _preload, check_out, headline_lines, report_window
 
     check_out(args.out)
     if args.store:
@@ -30,15 +30,16 @@ def _report(args: argparse.Namespace) -> int:
             **{k: v for k, v in (("channels", args.channels), ("severity", args.severity)) if v},
         )  # fmt: skip
     else:
-        report = delivery_report(
-            _cli.connect(args),
-            since=args.since,
-            until=args.until,
-            out=args.out,
-            channels=args.channels,
-            severity=args.severity,
-            top=args.top,
-        )
+        # delivery_report, with the previous period read in a forked process (on the other
+        # core), when the service is the local sandbox: a configured service's rate limit
+        # wants the two reads to share one pacer, in one process
+        _preload()  # while the local sandbox starts
+        client = _cli.connect(args)
+        filters = {"channels": args.channels, "severity": args.severity}
+        read, source, filters = _client_read(client, True, filters)
+        report = report_window(read, now=client.now(), since=args.since, until=args.until,
+                               out=args.out, source=source, filters=filters, top=args.top,
+                               concurrent=True if _cli.configured(args) else "process")  # fmt: skip
     source = report.provenance
     print(f"wrote {report.path.resolve()}")
     print(
