@@ -63,10 +63,12 @@ def start_sandbox(argv: list[str]) -> None:
         return
     if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn", "pydantic")):
         return  # `connect` says the sandbox extra is missing
-    from toolkit.client import adopt_local_sandbox
     from toolkit.sandbox.process import SandboxProcess
 
-    adopt_local_sandbox(SandboxProcess())
+    sandbox = SandboxProcess()  # before the client's imports (0.09 s): the reads wait for it
+    from toolkit.client import adopt_local_sandbox
+
+    adopt_local_sandbox(sandbox)
 
 
 def reads_store(argv: list[str]) -> bool:

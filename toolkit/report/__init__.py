@@ -307,23 +307,24 @@ def report_window(
     start = after - (before - after)
     if concurrent == "process":  # only the previous period's headline crosses back
         earlier_read = Forked(_previous, read, start, after)
-        try:
-            activity = read(after, before)
+        try:  # the window's contents first: the child ends meanwhile, on the other core
+            contents = _contents(_period(read(after, before), "activity"), None, None, top)
         except BaseException:
             earlier_read.cancel()
             raise
-        previous, earlier = earlier_read.result()
-    elif concurrent:  # the previous period is read while the window is
-        with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
-            earlier_read = pool.submit(_previous, read, start, after)
+        contents["previous"], earlier = earlier_read.result()
+    else:
+        if concurrent:  # the previous period is read while the window is
+            with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
+                earlier_read = pool.submit(_previous, read, start, after)
+                activity = read(after, before)
+                previous, earlier = earlier_read.result()
+        else:  # the previous period first: only its headline is kept
+            previous, earlier = _previous(read, start, after)
             activity = read(after, before)
-            previous, earlier = earlier_read.result()
-    else:  # the previous period first: only its headline is kept
-        previous, earlier = _previous(read, start, after)
-        activity = read(after, before)
+        contents = _contents(_period(activity, "activity"), previous, None, top)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
-    contents = _contents(_period(activity, "activity"), previous, None, top)
     out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
     return Report(path=out, headline=contents["headline"], previous=contents["previous"],
                   findings=contents["incidents"], provenance=provenance)  # fmt: skip
