@@ -143,18 +143,20 @@ def test_run_is_bounded_without_real_sleep(live):
 def test_background_polling_with_live_traffic(live):
     sandbox, client = live
     ticks: queue.Queue = queue.Queue()
+    asleep: queue.Queue = queue.Queue()  # the polls done, each time the loop goes to sleep
     stopping = threading.Event()  # once set, the injected sleep returns at once
 
     def sleep(seconds):
+        asleep.put(monitor.polls)
         return None if stopping.is_set() else ticks.get()
 
     monitor = Monitor(client, interval=5, charts=[], since="1s", sleep=sleep)
     monitor.start()
     try:
-        wait_for(lambda: monitor.polls == 1)
+        assert asleep.get(timeout=120) == 1
         _traffic_until(sandbox, client, 20)
         ticks.put("poll")
-        wait_for(lambda: monitor.polls == 2)
+        assert asleep.get(timeout=120) == 2
     finally:  # the loop may poll again after the release: its sleep no longer waits
         stopping.set()
         ticks.put("release")

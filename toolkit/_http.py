@@ -226,11 +226,6 @@ class Transport:
         """Close the pooled connections."""
         self.session.close()
 
-    def _forget_connections(self) -> None:
-        """In a forked child: let the parent's pooled connections go (closing this process's
-        copy of a socket leaves the parent's open) and open new ones."""
-        self.session.close()
-
     def request(
         self,
         method: str,
@@ -394,8 +389,10 @@ def _describe(exc: Exception) -> str:
 
 
 def _after_fork_in_child() -> None:
+    """Let the parent's pooled connections go (closing this process's copy of a socket leaves
+    the parent's open): the next requests open new ones."""
     for transport in list(_TRANSPORTS):
-        transport._forget_connections()
+        transport.close()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
