@@ -143,3 +143,32 @@ def _emptied(path):
         shutil.copytree(path, copy)
         shutil.rmtree(copy / "jobs")
     return copy
+
+
+@spark_missing
+def test_a_report_on_spark_equals_the_report_on_duckdb(store_path, spark, tmp_path):
+    duck = toolkit.open_store(store_path).report("1d", out=tmp_path / "duckdb.html")
+    on_spark = toolkit.open_store(store_path, engine=spark).report("1d", out=tmp_path / "spark.html")  # fmt: skip
+    assert on_spark.headline == duck.headline and on_spark.previous == duck.previous
+    pd.testing.assert_frame_equal(on_spark.findings, duck.findings)
+    lines = duck.path.read_text().splitlines(), on_spark.path.read_text().splitlines()
+    differ = [(a, b) for a, b in zip(*lines, strict=True) if a != b]
+    assert len(differ) == 1 and "duckdb" in differ[0][0] and "spark" in differ[0][1]
+
+
+@spark_missing
+def test_the_commands_take_an_engine(store_path):
+    import json
+    import subprocess
+    import sys
+
+    def incidents(*engine):
+        command = [sys.executable, "-m", "toolkit", "incidents", "--store", str(store_path), "--since", "2d", "--json", *engine]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    found = incidents("--engine", "spark")
+    assert found == incidents()
+    refused = subprocess.run([sys.executable, "-m", "toolkit", "report", "--store", str(store_path), "--engine", "flink"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert refused.returncode == 2 and "invalid choice: 'flink'" in refused.stderr

@@ -33,6 +33,12 @@ def add_window(parser: argparse.ArgumentParser, until: bool = True) -> None:
         parser.add_argument("--until", help="end: a duration before now or an ISO time (default now)")  # fmt: skip
 
 
+def add_store(parser: argparse.ArgumentParser, doing: str) -> None:
+    """``--store PATH`` and ``--engine`` (what counts a store)."""
+    parser.add_argument("--store", metavar="PATH", help=f"{doing} this store (python -m toolkit sync) instead of the service; --since/--until count back from its watermark")  # fmt: skip
+    parser.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb", help="what counts the store: duckdb (embedded, the default) or spark (SparkSession.builder.getOrCreate(); needs the [spark] extra and Java 17)")  # fmt: skip
+
+
 def add_service(parser: argparse.ArgumentParser) -> None:
     """``--base-url``, ``--api-key`` and ``--environment``."""
     parser.add_argument("--base-url", help="the service (default SVC_BASE_URL, else a local sandbox)")  # fmt: skip

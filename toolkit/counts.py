@@ -30,6 +30,8 @@ __all__ = [
     "DELIVERY_JOBS",
     "delivery_counts",
     "delivery_job_rows",
+    "detail_counts",
+    "window_rows",
 ]
 
 #: The dimensions a count may be grouped by (columns of `DELIVERY_JOBS`).
@@ -159,11 +161,63 @@ def delivery_counts(
     return frame
 
 
+def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> pd.DataFrame:
+    """Execution details counted per time bucket, channel, provider and status: what the status
+    charts draw (`toolkit.metrics.detail_counts`, `toolkit.metrics.COUNT_COLUMNS`), counted by
+    the engine. ``source``: an Activity (or anything with ``execution_details``) or a Store; with
+    a window, the details of the notifications created in it."""
+    from toolkit.metrics import COUNT_COLUMNS, bucket_width
+
+    step = bucket_width(freq)
+    micros = step // pd.Timedelta(microseconds=1)
+    with _window_of(source, after, before) as (rel, start, end):
+        chosen = "" if start is None and end is None else (
+            "WHERE notification_id IN (SELECT notification_id FROM notifications WHERE "
+            f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)})"
+        )  # fmt: skip
+        table = rel.query(
+            f"SELECT CAST(floor(unix_micros(created_at) / {micros}) AS BIGINT) * {micros}"
+            " AS created_at, CAST(channel AS STRING) AS channel, provider_id,"
+            " CAST(status AS STRING) AS status, CAST(count(*) AS BIGINT) AS count"
+            f" FROM execution_details {chosen} GROUP BY 1, 2, 3, 4"
+        )
+    frame = table.to_pandas()
+    frame["created_at"] = _instants(frame["created_at"])
+    frame = frame.astype(COUNT_COLUMNS)[list(COUNT_COLUMNS)]
+    frame = frame.sort_values(list(COUNT_COLUMNS)[:4], ignore_index=True, na_position="last")
+    frame.attrs["freq"] = step
+    return frame
+
+
 def delivery_job_rows(source: Any, *, after=None, before=None) -> pa.Table:
-    """The rows of `DELIVERY_JOBS` of ``source``'s window, ordered by trigger then job id."""
+    """The rows of `DELIVERY_JOBS` of ``source``'s window, ordered by start (the first execution
+    detail, else the trigger), then job id: the order the incident finder scans them in."""
     with _window_of(source, after, before) as (rel, start, end):
         return rel.query(
-            f"SELECT * FROM ({_delivery_jobs(start, end)}) ORDER BY triggered_at, job_id"
+            f"SELECT * FROM ({_delivery_jobs(start, end)})"
+            " ORDER BY coalesce(started_at, triggered_at), job_id"
+        )
+
+
+def window_rows(
+    source: Any,
+    table: str,
+    columns: Sequence[str],
+    *,
+    after=None,
+    before=None,
+    where: str | None = None,
+) -> pa.Table:
+    """The ``columns`` of ``table``'s rows (``where`` they match) belonging to the notifications
+    created in the window, newest notification first: rows fetched to be shown."""
+    with _window_of(source, after, before) as (rel, start, end):
+        window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
+        chosen = window if table == "notifications" else (
+            f"notification_id IN (SELECT notification_id FROM notifications WHERE {window})"
+        )  # fmt: skip
+        return rel.query(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE {chosen}"
+            f"{' AND ' + where if where else ''} ORDER BY created_at DESC, notification_id"
         )
 
 
@@ -171,9 +225,15 @@ def delivery_job_rows(source: Any, *, after=None, before=None) -> pa.Table:
 
 
 def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
-    low = -(2**62) if start is None else start.value // 1000
-    high = 2**62 if end is None else end.value // 1000
-    return DELIVERY_JOBS.format(low=low, high=high)
+    return DELIVERY_JOBS.format(low=_micros(start, -(2**62)), high=_micros(end, 2**62))
+
+
+def _micros(at: pd.Timestamp | None, default: int) -> int:
+    return default if at is None else pd.Timestamp(at).value // 1000
+
+
+def _instants(micros: pd.Series) -> pd.Series:
+    return pd.Series(pd.to_datetime(micros.to_numpy("int64", na_value=0), unit="us", utc=True).as_unit("ns"), index=micros.index)  # fmt: skip
 
 
 def _dimensions(by: str | Sequence[str] | None) -> list[str]:
@@ -186,10 +246,7 @@ def _dimensions(by: str | Sequence[str] | None) -> list[str]:
 
 def _typed(table: pa.Table, dimensions: list[str]) -> pd.DataFrame:
     frame = table.to_pandas()
-    if "bucket" in frame:
-        frame["bucket"] = pd.to_datetime(
-            frame["bucket"].to_numpy("int64", na_value=0), unit="us", utc=True
-        ).as_unit("ns")
+    frame["bucket"] = _instants(frame["bucket"])
     for name in dimensions:
         frame[name] = frame[name].astype("string")
     for name in COUNTS:
@@ -228,6 +285,8 @@ def _activity_window(activity: Any, after: Any, before: Any):
     from toolkit.metrics import check_activity
     from toolkit.timeutil import resolve_window
 
+    if not hasattr(activity, "notifications") and hasattr(activity, "execution_details"):
+        return None, None  # execution details alone (`toolkit.metrics.detail_counts`)
     check_activity(activity)
     if after is None and before is None:
         return None, None

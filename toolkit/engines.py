@@ -78,19 +78,21 @@ def relations(
     engine: Any = "duckdb",
     root: str | None = None,
     days: tuple[str, str] | None = None,
+    chosen: pa.Table | None = None,
 ) -> Iterator[Relations]:
     """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
-    ``files`` by table (DuckDB), or a store's ``root`` directory on a SparkSession ``engine``
-    (its partitions from ``days[0]`` to ``days[1]``)."""
+    ``files`` by table (DuckDB; only the notifications whose ids ``chosen`` holds, when given), or a
+    store's ``root`` directory on a SparkSession ``engine`` (its partitions from ``days[0]`` to
+    ``days[1]``)."""
     if engine == "duckdb":
-        with _duckdb(source, files) as rel:
+        with _duckdb(source, files, chosen) as rel:
             yield rel
     else:
         yield _spark(engine, root, days)
 
 
 @contextlib.contextmanager
-def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None) -> Iterator[Relations]:
+def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Table | None) -> Iterator[Relations]:  # fmt: skip
     import duckdb
 
     with duckdb.connect() as con:
@@ -98,10 +100,16 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None) -> Iterator[R
         con.execute("CREATE MACRO unix_micros(t) AS epoch_us(CAST(t AS TIMESTAMPTZ))")
         for table in TABLES:
             if files is None:
-                con.register(table, _arrow(getattr(activity, table)))
+                frame = getattr(activity, table, None)
+                if frame is not None:
+                    con.register(table, _arrow(frame))
             elif files[table]:
                 listed = ", ".join(f"'{_quoted(path)}'" for path in files[table])
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}])")  # fmt: skip
+                only = ""
+                if chosen is not None and table == "notifications":
+                    con.register("chosen", chosen.select(["notification_id"]))
+                    only = " WHERE notification_id IN (SELECT notification_id FROM chosen)"
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}]){only}")  # fmt: skip
             else:
                 from toolkit.store import layout
 

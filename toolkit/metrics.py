@@ -115,16 +115,18 @@ _JOB_COLUMNS = {
 }
 
 
-def delivery_jobs(activity: Any) -> pd.DataFrame:
+def delivery_jobs(activity: Any, *, after: Any = None, before: Any = None) -> pd.DataFrame:
     """One row per delivery job of ``activity``, with its outcome and timings: the rows of the
     one definition of a delivery job (`toolkit.counts.DELIVERY_JOBS`, run by DuckDB over the
-    frames), the rows behind `toolkit.delivery_counts`.
+    frames or by a store's engine), the rows behind `toolkit.delivery_counts`.
 
     Parameters
     ----------
-    activity : Activity
+    activity : Activity or Store
         From ``read_activity`` or a store: ``notifications``, ``jobs`` and
-        ``execution_details`` with at least the `REQUIRED_COLUMNS`.
+        ``execution_details`` with at least the `REQUIRED_COLUMNS`; or a store itself.
+    after, before : str or datetime, optional
+        Only the notifications created in this window (default: all).
 
     Returns
     -------
@@ -134,12 +136,12 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
         detail), ``final_status, outcome`` (`OUTCOMES`), ``error_code, error_text, domain``
         (email jobs), ``time_to_deliver_s, job_duration_s`` (see `DEFINITIONS`),
         ``failed_attempts`` (its Failed execution details: retries that failed too); ordered by
-        trigger, then job id. Step jobs (digest, delay, ...) and jobs whose notification is not
+        start (first execution detail, else trigger), then job id. Step jobs (digest, delay, ...) and jobs whose notification is not
         in ``activity`` are left out; an empty activity gives a zero-row frame.
     """
     from toolkit.counts import delivery_job_rows
 
-    frame = delivery_job_rows(activity).to_pandas()
+    frame = delivery_job_rows(activity, after=after, before=before).to_pandas()
     if frame.empty:
         frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in _JOB_COLUMNS.items()})
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
@@ -147,7 +149,8 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
 
 def detail_counts(details: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
     """Execution details counted per time bucket, channel, provider and status: what the status
-    charts draw, small for any window (a store counts them in DuckDB: `Store.detail_counts`).
+    charts draw, small for any window (`toolkit.counts.detail_counts`, which a store runs over
+    its files).
 
     Parameters
     ----------
@@ -162,15 +165,11 @@ def detail_counts(details: pd.DataFrame, freq: str = "1h") -> pd.DataFrame:
         `COUNT_COLUMNS` (``created_at`` the bucket's start; missing values form their own
         group), sorted by them; ``attrs["freq"]`` holds the width as a Timedelta.
     """
-    step = bucket_width(freq)
-    keys = {
-        "created_at": details["created_at"].dt.floor(step),
-        **{key: details[key].astype("string") for key in ("channel", "provider_id", "status")},
-    }
-    grouped = pd.DataFrame(keys).groupby(list(keys), dropna=False, sort=True)
-    counts = grouped.size().rename("count").reset_index().astype(COUNT_COLUMNS)
-    counts.attrs["freq"] = step
-    return counts
+    from types import SimpleNamespace
+
+    from toolkit.counts import detail_counts as counted
+
+    return counted(SimpleNamespace(execution_details=details), freq=freq)
 
 
 def is_detail_counts(frame: Any) -> bool:

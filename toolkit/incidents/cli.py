@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _cli.parser("python -m toolkit incidents", DESCRIPTION)
     _cli.add_window(parser)
     parser.add_argument("--json", action="store_true", help="print JSON (one object per incident)")
-    parser.add_argument("--store", metavar="PATH", help="find them in this store (python -m toolkit sync) instead of the service; --since/--until count back from its watermark")  # fmt: skip
+    _cli.add_store(parser, "find them in")
     _cli.add_service(parser)
     args = _cli.parse(parser, argv)
     return args if isinstance(args, int) else _cli.run(lambda: _incidents(args))
@@ -33,7 +33,7 @@ def _incidents(args: argparse.Namespace) -> int:
     if args.store:  # what the report reads of a store: lean at any size
         from toolkit.store import open_store
 
-        period = open_store(args.store).report_period(args.since, args.until)
+        period = open_store(args.store, engine=args.engine).report_period(args.since, args.until)
         incidents = find_incidents(period.activity, jobs=period.jobs)
     else:
         from toolkit.read import read_activity

@@ -25,7 +25,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.store:
         from toolkit.store import open_store
 
-        report = open_store(args.store).report(
+        report = open_store(args.store, engine=args.engine).report(
             args.since, args.until, out=args.out, top=args.top,
             **{k: v for k, v in (("channels", args.channels), ("severity", args.severity)) if v},
         )  # fmt: skip
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--severity", type=_list, help="only these severities, comma-separated")
     parser.add_argument("--top", type=_positive, default=10, help="rows of the top-failures table")
     _cli.add_service(parser)
-    parser.add_argument("--store", metavar="PATH", help="report from this store (python -m toolkit sync) instead of the service; --since/--until count back from its watermark")  # fmt: skip
+    _cli.add_store(parser, "report from")
     return parser
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,6 +87,11 @@ class Store:
     @property
     def filters(self) -> dict[str, Any]:
         return dict(self._state.filters)
+
+    @property
+    def engine_name(self) -> str:
+        """``"duckdb"`` or ``"spark"``."""
+        return "duckdb" if self.engine == "duckdb" else "spark"
 
     def refresh(self) -> Store:
         """Re-read the state (after a sync by another process)."""
@@ -226,29 +231,12 @@ class Store:
         freq: str = "1h",
         **filters: Any,
     ) -> pd.DataFrame:
-        """`toolkit.metrics.detail_counts` of a window's execution details, counted in DuckDB:
-        what the status charts draw, without loading the details (the same frame)."""
-        from toolkit.metrics import COUNT_COLUMNS, bucket_width
+        """`toolkit.metrics.detail_counts` of a window's execution details (of the notifications
+        matching ``filters``), counted by the store's engine: what the status charts draw,
+        without loading the details (`toolkit.counts.detail_counts`)."""
+        from toolkit.counts import detail_counts
 
-        step = bucket_width(freq)
-        start, end, filters = self._window(after, before, filters)
-        notifications = self._notifications(start, end, filters, [])
-        bucket = step // pd.Timedelta(microseconds=1)
-        keys = "channel, provider_id, status"
-        query = (
-            f"SELECT epoch_us(created_at) // {bucket} * {bucket} AS created_at, {keys},"
-            f" count(*) AS count FROM read_parquet($1) WHERE {_CHOSEN}"
-            f" GROUP BY ALL ORDER BY created_at, {keys}"
-        )
-        stored = layout.arrow_schema("execution_details")
-        schema = pa.schema([("created_at", pa.int64()), *(stored.field(k) for k in keys.split(", ")), ("count", pa.int64())])  # fmt: skip
-        files = self._files(start, end)["execution_details"]
-        with _duckdb(notifications, memory_limit="1GB") as con:
-            counts = _query(con, query, files, schema)
-        counts = counts.to_pandas().astype({"created_at": "datetime64[us, UTC]"})
-        counts = counts[list(COUNT_COLUMNS)].astype(COUNT_COLUMNS)
-        counts.attrs["freq"] = step
-        return counts
+        return detail_counts(_Selection(self, check_filters(filters, allowed=FILTERS)), after=after, before=before, freq=freq)  # fmt: skip
 
     def report(
         self,
@@ -278,7 +266,7 @@ class Store:
             return self.report_period(after, before, **filters)
 
         source = {"base_url": self._state.base_url, "environment": self._state.environment,
-                  "store": str(self.path)}  # fmt: skip
+                  "store": str(self.path), "engine": self.engine_name}  # fmt: skip
         if watermark is None:
             raise ParameterError("store", str(self.path), "a store with data: run sync first")
         return report_window(read, now=watermark, since=since, until=until, out=out,
@@ -290,37 +278,37 @@ class Store:
         before: str | datetime | None = None,
         **filters: Any,
     ):
-        """What `toolkit.report` needs of a window, in memory that does not grow with the
-        execution details: a `toolkit.report.Period` whose delivery jobs are computed one day
-        at a time (`toolkit.metrics.delivery_jobs` of each day's rows, in the order `read`
-        gives them), whose execution details are the ``Failed`` ones and whose detail counts
-        are counted in DuckDB (`detail_counts`)."""
+        """What `toolkit.report` needs of a window, computed by the store's engine: a
+        `toolkit.report.Period` whose delivery jobs are the rows of the one definition
+        (`toolkit.metrics.delivery_jobs`), whose execution details are the ``Failed`` ones (the
+        findings' examples) and whose detail counts are counted (`detail_counts`)."""
+        from toolkit.counts import window_rows
         from toolkit.metrics import delivery_jobs
         from toolkit.report import COLUMNS, PERIOD_COLUMNS, Period
 
         start, end, filters = self._window(after, before, filters)
-        counts = self.detail_counts(start, end, **filters)  # first: DuckDB's memory is freed
-        parts = {"notifications": [], "execution_details": []}
-        columns: dict[str, list] = {}  # the delivery jobs' columns, a piece per day
-        for day in self._days(start, end):
-            midnight = pd.Timestamp(day, tz="UTC")
-            low, high = max(start, midnight), min(end, midnight + _DAY)
-            part = self.read(low, high, columns=COLUMNS, **filters)
-            details = part.execution_details
-            for name, column in delivery_jobs(part).items():
-                columns.setdefault(name, []).append(column.array.copy())
-            parts["notifications"].append(part.notifications[list(PERIOD_COLUMNS)])
-            parts["execution_details"].append(details[details["status"].eq("Failed").to_numpy()])
-            del part, details
-        frames = {}
-        for table, names in (("notifications", PERIOD_COLUMNS), ("execution_details", COLUMNS["execution_details"])):  # fmt: skip
-            empty = _frame(layout.arrow_schema(table, names).empty_table(), table)
-            frames[table] = pd.concat([empty, *parts.pop(table)], ignore_index=True)
-            frames[table].attrs = self._provenance(filters, start, end)
-        frames["jobs"] = _frame(layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(), "jobs")
-        activity = Activity(**{table: frames[table] for table in layout.TABLES})
-        jobs = _by_start(columns) if columns else delivery_jobs(activity)
-        return Period(activity, jobs, counts)
+        source = _Selection(self, filters)
+        counts = self.detail_counts(start, end, **filters)
+        jobs = delivery_jobs(source, after=start, before=end)
+        failed = "CAST(status AS STRING) = 'Failed'"
+        rows = {
+            "notifications": window_rows(
+                source, "notifications", PERIOD_COLUMNS, after=start, before=end
+            ),  # fmt: skip
+            "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
+            "execution_details": window_rows(
+                source,
+                "execution_details",
+                COLUMNS["execution_details"],
+                after=start,
+                before=end,
+                where=failed,
+            ),  # fmt: skip
+        }
+        frames = [_frame(rows[table], table) for table in layout.TABLES]
+        for frame in frames:
+            frame.attrs = self._provenance(filters, start, end)
+        return Period(Activity(*frames), jobs, counts)
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
@@ -346,11 +334,14 @@ class Store:
         start, end, _ = self._window(after, before, {})
         return pd.Timestamp(start), pd.Timestamp(end)
 
-    def _relations(self, start, end):
-        """The store's tables on its engine: the window's partition files on DuckDB, the whole
-        store (pruned by the window in the query) on Spark."""
+    def _relations(self, start, end, filters=None):
+        """The store's tables on its engine: the window's partition files on DuckDB (its
+        notifications matching ``filters`` only, when given), the window's partitions on Spark."""
         if self.engine == "duckdb":
-            return relations(None, files=self._files(start, end))
+            chosen = self._notifications(start, end, filters, []) if filters else None
+            return relations(None, files=self._files(start, end), chosen=chosen)
+        if filters:
+            raise ParameterError("filters", sorted(filters), "none on Spark (count the whole window)")  # fmt: skip
         days = (start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d"))
         return relations(None, engine=self.engine, root=str(self.path), days=days)
 
@@ -413,7 +404,20 @@ class Store:
         }
 
 
-_DAY = pd.Timedelta(days=1, microseconds=-1)  # a day's last instant, from its midnight
+@dataclass(frozen=True)
+class _Selection:
+    """A store's notifications matching ``filters``, as a source of `toolkit.counts`."""
+
+    store: Store
+    filters: dict[str, Any]
+
+    def _bounds(self, after, before):
+        return self.store._bounds(after, before)
+
+    def _relations(self, start, end):
+        return self.store._relations(start, end, self.filters)
+
+
 _REPAIR = (
     "a file of the store is damaged or truncated: delete it and run sync again, which reads its"
     " day again (python -m toolkit sync --store PATH)"
@@ -430,25 +434,6 @@ def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
             f"{path} is damaged or truncated ({error}): delete it and run sync again"
             f" (python -m toolkit sync --store {path.parent.parent.parent}) to re-read {day}"
         ) from None
-
-
-def _by_start(pieces: dict[str, list]) -> pd.DataFrame:
-    """The delivery jobs whose columns are ``pieces`` (in feed order), in the order the incident
-    finder scans them (`toolkit.incidents.tables.start_time`, stable), so that it scans them
-    without copying them; built a column at a time, each column's pieces freed once joined."""
-    from toolkit.incidents.tables import start_time
-
-    def joined(name: str) -> pd.Series:
-        return pd.concat([pd.Series(piece) for piece in pieces.pop(name)], ignore_index=True)
-
-    names = list(pieces)
-    times = {name: joined(name) for name in ("started_at", "triggered_at")}
-    order = np.argsort(start_time(pd.DataFrame(times)).array.asi8, kind="stable")
-    columns = {}
-    for name in names:
-        column = times.pop(name) if name in times else joined(name)
-        columns[name] = column.take(order).reset_index(drop=True)
-    return pd.DataFrame(columns, copy=False)
 
 
 def _frame(table: pa.Table, name: str) -> pd.DataFrame:
