@@ -31,6 +31,8 @@ __all__ = [
     "delivery_counts",
     "delivery_job_rows",
     "detail_counts",
+    "notification_count",
+    "summary",
     "window_rows",
 ]
 
@@ -161,6 +163,94 @@ def delivery_counts(
     return frame
 
 
+def summary(
+    data: Any,
+    by: str | Sequence[str] = (),
+    *,
+    after: Any = None,
+    before: Any = None,
+    measure: str = "time_to_deliver_s",
+    quantiles: Sequence[float] = (0.5, 0.95),
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """The measures of delivery jobs per group, computed by the engine: the one definition of the
+    failure rate, its interval, the timing percentiles and the subscribers reached.
+
+    Parameters
+    ----------
+    data : Activity, Store or DataFrame
+        A source (its `DELIVERY_JOBS` in the window), or delivery jobs already computed
+        (`toolkit.metrics.delivery_jobs`, grouped by any of their columns).
+    by : str or list of str
+        The grouping columns (``()``: one row for all).
+    measure : str
+        The timing of the percentiles: ``"time_to_deliver_s"`` or ``"job_duration_s"``.
+    quantiles : sequence of float
+        Between 0 and 1; columns ``p50``, ``p95``, ... (linear interpolation between jobs).
+
+    Returns
+    -------
+    DataFrame
+        The ``by`` columns, ``delivery_jobs`` (all), ``jobs`` (finished plus failed),
+        ``failed``, ``in_flight``, ``not_sent``, ``failure_rate`` (NaN without jobs),
+        ``ci_low``, ``ci_high`` (the Wilson interval), the percentiles, ``n`` (jobs timed) and
+        ``subscribers_reached`` (distinct subscribers with a finished job); sorted by ``by``.
+    """
+    from toolkit.metrics import wilson_interval
+
+    keys = [by] if isinstance(by, str) else list(by)
+    if measure not in ("time_to_deliver_s", "job_duration_s"):
+        raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
+    if not all(isinstance(q, float | int) and 0 <= q <= 1 for q in quantiles):
+        raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
+    present = set(data.columns) if isinstance(data, pd.DataFrame) else None  # None: all
+    timed = present is None or measure in present
+    percentiles = {f"p{round(q * 100):g}": q for q in quantiles} if timed else {}
+    columns = [
+        *keys,
+        "CAST(count(*) AS BIGINT) AS delivery_jobs",
+        *(f"CAST({COUNTS[o]} AS BIGINT) AS {o}" for o in ("finished", "failed", "in_flight", "not_sent")),  # fmt: skip
+        *(f"CAST(percentile_cont({q}) WITHIN GROUP (ORDER BY {measure}) AS DOUBLE) AS {name}" for name, q in percentiles.items()),  # fmt: skip
+        *([f"CAST(count({measure}) AS BIGINT) AS n"] if timed else []),
+        *(["CAST(count(DISTINCT CASE WHEN outcome = 'finished' THEN subscriber_id END) AS BIGINT) AS subscribers_reached"]
+          if present is None or "subscriber_id" in present else []),
+    ]  # fmt: skip
+    grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
+    sql = f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}"
+    if isinstance(data, pd.DataFrame):
+        from toolkit import engines
+
+        missing = [key for key in keys if key not in data.columns]
+        if missing or not keys and by not in ((), []):
+            raise ParameterError("by", by, f"column names of the jobs frame: {list(data.columns)}")
+        with engines.relations(None, frames={"delivery_jobs": data}) as rel:
+            table = rel.query(sql)
+    else:
+        keys_known = [key for key in keys if key not in DIMENSIONS]
+        if keys_known:
+            raise ParameterError("by", by, f"dimensions from {list(DIMENSIONS)}")
+        with _window_of(data, after, before) as (rel, start, end):
+            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
+    frame = table.to_pandas()
+    for key in keys:
+        frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
+    counted = ("delivery_jobs", "finished", "failed", "in_flight", "not_sent", "n", "subscribers_reached")  # fmt: skip
+    for name in (name for name in counted if name in frame):
+        frame[name] = frame[name].to_numpy("int64", na_value=0) if len(frame) else frame[name].astype("int64")  # fmt: skip
+    frame["jobs"] = frame.pop("finished") + frame["failed"]
+    total = frame["jobs"].to_numpy("float64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame["failure_rate"] = frame["failed"].to_numpy("float64") / np.where(total > 0, total, np.nan)  # fmt: skip
+    frame["ci_low"], frame["ci_high"] = wilson_interval(frame["failed"], total, confidence)
+    for name in percentiles:
+        frame[name] = frame[name].astype("float64")
+    order = ["delivery_jobs", "jobs", "failed", "in_flight", "not_sent", "failure_rate", "ci_low", "ci_high", *percentiles, "n", "subscribers_reached"]  # fmt: skip
+    frame = frame[[*keys, *(name for name in order if name in frame)]]
+    if keys:
+        frame = frame.sort_values(keys, ignore_index=True, na_position="last")
+    return frame
+
+
 def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> pd.DataFrame:
     """Execution details counted per time bucket, channel, provider and status: what the status
     charts draw (`toolkit.metrics.detail_counts`, `toolkit.metrics.COUNT_COLUMNS`), counted by
@@ -197,6 +287,16 @@ def delivery_job_rows(source: Any, *, after=None, before=None) -> pa.Table:
             f"SELECT * FROM ({_delivery_jobs(start, end)})"
             " ORDER BY coalesce(started_at, triggered_at), job_id"
         )
+
+
+def notification_count(source: Any, *, after=None, before=None) -> int:
+    """How many notifications were created in the window."""
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            "SELECT CAST(count(*) AS BIGINT) AS n FROM notifications WHERE unix_micros(created_at)"
+            f" BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"
+        )
+    return int(table.column(0)[0].as_py())
 
 
 def window_rows(

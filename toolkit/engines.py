@@ -79,26 +79,29 @@ def relations(
     root: str | None = None,
     days: tuple[str, str] | None = None,
     chosen: pa.Table | None = None,
+    frames: dict[str, pd.DataFrame] | None = None,
 ) -> Iterator[Relations]:
     """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
     ``files`` by table (DuckDB; only the notifications whose ids ``chosen`` holds, when given), or a
     store's ``root`` directory on a SparkSession ``engine`` (its partitions from ``days[0]`` to
-    ``days[1]``)."""
+    ``days[1]``); ``frames``: other frames by name (DuckDB)."""
     if engine == "duckdb":
-        with _duckdb(source, files, chosen) as rel:
+        with _duckdb(source, files, chosen, frames or {}) as rel:
             yield rel
     else:
         yield _spark(engine, root, days)
 
 
 @contextlib.contextmanager
-def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Table | None) -> Iterator[Relations]:  # fmt: skip
+def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Table | None, frames: dict[str, pd.DataFrame]) -> Iterator[Relations]:  # fmt: skip
     import duckdb
 
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("CREATE MACRO unix_micros(t) AS epoch_us(CAST(t AS TIMESTAMPTZ))")
-        for table in TABLES:
+        for name, frame in frames.items():
+            con.register(name, _arrow(frame))
+        for table in TABLES if activity is not None or files is not None else ():
             if files is None:
                 frame = getattr(activity, table, None)
                 if frame is not None:

@@ -244,26 +244,11 @@ def failure_rates(
         The ``by`` columns, then ``jobs`` (finished plus failed), ``failed``, ``in_flight``,
         ``failure_rate`` (NaN when ``jobs`` is 0), ``ci_low``, ``ci_high``; one row per group.
     """
+    from toolkit.counts import summary
+
     keys = _columns(jobs, by, "by")
-    counts = pd.DataFrame(
-        {
-            **{key: jobs[key] for key in keys},
-            **{
-                outcome: has_outcome(jobs, outcome)
-                for outcome in ("failed", "finished", "in_flight")
-            },
-        },
-        copy=False,
-    )
-    grouped = counts.groupby(keys, observed=True, dropna=False, sort=True)
-    table = grouped[["failed", "finished", "in_flight"]].sum().astype("int64").reset_index()
-    table.insert(len(keys), "jobs", table.pop("failed") + table["finished"])
-    table.insert(len(keys) + 1, "failed", table["jobs"] - table.pop("finished"))
-    total = table["jobs"].to_numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        table["failure_rate"] = table["failed"].to_numpy() / np.where(total > 0, total, np.nan)
-    table["ci_low"], table["ci_high"] = wilson_interval(table["failed"], total, confidence)
-    return table
+    table = summary(jobs, keys, quantiles=(), confidence=confidence)
+    return table[[*keys, "jobs", "failed", "in_flight", "failure_rate", "ci_low", "ci_high"]]
 
 
 def percentiles(
@@ -285,16 +270,13 @@ def percentiles(
     quantiles : sequence of float
         Between 0 and 1.
     """
+    from toolkit.counts import summary
+
     keys = _columns(jobs, by, "by")
-    if measure not in ("time_to_deliver_s", "job_duration_s"):
-        raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
-    if not all(0 <= q <= 1 for q in quantiles):
-        raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
-    timed = jobs.loc[jobs[measure].notna().to_numpy(), [*keys, measure]]
-    grouped = timed.groupby(keys, observed=True, dropna=False, sort=True)[measure]
-    table = pd.DataFrame({f"p{round(q * 100):g}": grouped.quantile(q) for q in quantiles})
-    table["n"] = grouped.size().astype("int64")
-    return table.reset_index()
+    table = summary(jobs, keys, measure=measure, quantiles=quantiles)
+    names = [column for column in table.columns if column.startswith("p") and column[1:].replace(".", "").isdigit()]  # fmt: skip
+    timed = table["n"].to_numpy() > 0
+    return table.loc[timed, [*keys, *names, "n"]].reset_index(drop=True)
 
 
 def top_failures(
@@ -361,23 +343,24 @@ def totals(jobs: pd.DataFrame) -> dict[str, Any]:
         ``time_to_deliver_p50``, ``time_to_deliver_p95`` (None when no job was delivered),
         ``subscribers_reached``.
     """
+    from toolkit.counts import summary
+
     _columns(jobs, ["outcome", "subscriber_id", "time_to_deliver_s"], "jobs")
-    scope = jobs.assign(_all=0)
-    rates = failure_rates(scope, "_all").to_dict("records")
-    times = percentiles(scope, "_all").to_dict("records")
-    rate, time = (rates or [{}])[0], (times or [{}])[0]
+    return totals_of(summary(jobs))
+
+
+def totals_of(table: pd.DataFrame) -> dict[str, Any]:
+    """The one row of a `toolkit.counts.summary` over all jobs, as `totals` gives it."""
+    row = table.iloc[0]
     return {
-        "delivery_jobs": len(jobs),
-        "jobs": int(rate.get("jobs", 0)),
-        "failed": int(rate.get("failed", 0)),
-        "in_flight": int(rate.get("in_flight", 0)),
-        "not_sent": int(has_outcome(jobs, "not_sent").sum()),
-        **{key: _number(rate.get(key)) for key in ("failure_rate", "ci_low", "ci_high")},
-        "time_to_deliver_p50": _number(time.get("p50")),
-        "time_to_deliver_p95": _number(time.get("p95")),
-        "subscribers_reached": int(
-            jobs.loc[has_outcome(jobs, "finished"), "subscriber_id"].nunique()
-        ),
+        **{
+            key: int(row[key])
+            for key in ("delivery_jobs", "jobs", "failed", "in_flight", "not_sent")
+        },  # fmt: skip
+        **{key: _number(row[key]) for key in ("failure_rate", "ci_low", "ci_high")},
+        "time_to_deliver_p50": _number(row["p50"]),
+        "time_to_deliver_p95": _number(row["p95"]),
+        "subscribers_reached": int(row["subscribers_reached"]),
     }
 
 

@@ -38,7 +38,13 @@ from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
 from toolkit.report.findings import findings as findings_section
-from toolkit.report.summary import cards, headline, headline_lines, provider_table
+from toolkit.report.summary import (
+    cards,
+    headline,
+    headline_lines,
+    provider_table,
+    source_headline,
+)
 from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = [
@@ -46,11 +52,13 @@ __all__ = [
     "COUNTED_COLUMNS",
     "Period",
     "Report",
+    "Window",
     "build_report",
     "check_out",
     "delivery_report",
     "headline",
     "headline_lines",
+    "period_of",
     "report_window",
     "write_report",
 ]
@@ -123,6 +131,41 @@ class Period:
     activity: Any
     jobs: pd.DataFrame
     counts: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of a source that computes (a store, on its engine), not read yet: the report
+    asks it for the figures it counts (`toolkit.counts`) and the rows it shows (`period_of`)."""
+
+    source: Any
+    after: datetime
+    before: datetime
+
+
+def period_of(source: Any, after: datetime, before: datetime) -> Period:
+    """The `Period` of a source's window, computed by its engine: the delivery jobs (the rows of
+    `toolkit.metrics.delivery_jobs`), the notifications' `PERIOD_COLUMNS`, the ``Failed``
+    execution details (the findings' examples) and the hourly detail counts."""
+    from toolkit.counts import detail_counts, window_rows
+    from toolkit.frames import Activity
+    from toolkit.store import layout
+
+    window = {"after": after, "before": before}
+    failed = "CAST(status AS STRING) = 'Failed'"
+    rows = {
+        "notifications": window_rows(source, "notifications", PERIOD_COLUMNS, **window),
+        "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
+        "execution_details": window_rows(
+            source, "execution_details", COLUMNS["execution_details"], where=failed, **window
+        ),  # fmt: skip
+    }
+    frames = []
+    for table in layout.TABLES:
+        spec = [column for column in layout.SPECS[table] if column.name in rows[table].column_names]
+        frames.append(layout.frame_from_arrow(rows[table], spec))
+        frames[-1].attrs = {"after": pd.Timestamp(after), "before": pd.Timestamp(before)}
+    return Period(Activity(*frames), metrics.delivery_jobs(source, **window), detail_counts(source, **window))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -346,7 +389,9 @@ def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: d
 
 
 def _headline_of(previous) -> dict[str, Any]:
-    """The headline figures of the previous period (an Activity or a `Period`)."""
+    """The headline figures of the previous period (an Activity, a `Period` or a `Window`)."""
+    if isinstance(previous, Window):
+        return source_headline(previous.source, previous.after, previous.before)
     if isinstance(previous, Period):
         return headline(previous.activity, previous.jobs)
     _check_columns(previous, "previous", counted=False)
@@ -358,6 +403,8 @@ def _period(read: Any, name: str, counts: pd.DataFrame | None = None) -> Period:
     unless given."""
     if isinstance(read, Period):
         return read
+    if isinstance(read, Window):
+        return period_of(read.source, read.after, read.before)
     if counts is not None and not metrics.is_detail_counts(counts):
         raise ParameterError("counts", type(counts).__name__, "metrics.detail_counts(activity.execution_details)")  # fmt: skip
     _check_columns(read, name, counted=counts is None)

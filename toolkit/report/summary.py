@@ -40,12 +40,25 @@ def headline(activity, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
         ``notifications`` (their number), the keys of `metrics.totals`, and ``by_channel``:
         ``{"channel", "jobs", "failed", "failure_rate"}`` per channel, in vocabulary order.
     """
+    from toolkit.counts import summary
+
     jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
-    rates = metrics.failure_rates(jobs, "channel")
-    rates = rates.set_index(rates["channel"].astype(str))
+    return _figures(len(activity.notifications), summary(jobs), summary(jobs, "channel"))
+
+
+def source_headline(source: Any, after: Any, before: Any) -> dict[str, Any]:
+    """`headline` of a source's window (a store), counted by its engine without its rows."""
+    from toolkit.counts import notification_count, summary
+
+    window = {"after": after, "before": before}
+    return _figures(notification_count(source, **window), summary(source, **window), summary(source, "channel", **window))  # fmt: skip
+
+
+def _figures(notifications: int, totals: pd.DataFrame, channels: pd.DataFrame) -> dict[str, Any]:
+    rates = channels.set_index(channels["channel"].astype(str))
     return {
-        "notifications": len(activity.notifications),
-        **metrics.totals(jobs),
+        "notifications": notifications,
+        **metrics.totals_of(totals),
         "by_channel": [
             {
                 "channel": channel,

@@ -249,10 +249,11 @@ class Store:
     ):
         """The HTML delivery report (`toolkit.report`) of a window of the store; ``since`` and
         ``until`` count back from the watermark. The previous period is compared when the store
-        holds it. At any size (see `report_period`): the same report as from every row.
+        holds it; its headline is counted by the engine, without reading its rows. The same
+        report as from every row.
         """
         from toolkit.errors import RetentionError
-        from toolkit.report import report_window
+        from toolkit.report import Window, report_window
 
         first, watermark = self.window
         filters = check_filters(filters, allowed=FILTERS)
@@ -263,7 +264,8 @@ class Store:
                     "READ", str(self.path), None, f"the store holds activity from {to_iso(first)}",
                     earliest=first,
                 )  # fmt: skip
-            return self.report_period(after, before, **filters)
+            self._window(after, before, filters)
+            return Window(_Selection(self, filters), after, before)
 
         source = {"base_url": self._state.base_url, "environment": self._state.environment,
                   "store": str(self.path), "engine": self.engine_name}  # fmt: skip
@@ -278,37 +280,12 @@ class Store:
         before: str | datetime | None = None,
         **filters: Any,
     ):
-        """What `toolkit.report` needs of a window, computed by the store's engine: a
-        `toolkit.report.Period` whose delivery jobs are the rows of the one definition
-        (`toolkit.metrics.delivery_jobs`), whose execution details are the ``Failed`` ones (the
-        findings' examples) and whose detail counts are counted (`detail_counts`)."""
-        from toolkit.counts import window_rows
-        from toolkit.metrics import delivery_jobs
-        from toolkit.report import COLUMNS, PERIOD_COLUMNS, Period
+        """What `toolkit.report` needs of a window (`toolkit.report.period_of`), computed by the
+        store's engine."""
+        from toolkit.report import period_of
 
         start, end, filters = self._window(after, before, filters)
-        source = _Selection(self, filters)
-        counts = self.detail_counts(start, end, **filters)
-        jobs = delivery_jobs(source, after=start, before=end)
-        failed = "CAST(status AS STRING) = 'Failed'"
-        rows = {
-            "notifications": window_rows(
-                source, "notifications", PERIOD_COLUMNS, after=start, before=end
-            ),  # fmt: skip
-            "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
-            "execution_details": window_rows(
-                source,
-                "execution_details",
-                COLUMNS["execution_details"],
-                after=start,
-                before=end,
-                where=failed,
-            ),  # fmt: skip
-        }
-        frames = [_frame(rows[table], table) for table in layout.TABLES]
-        for frame in frames:
-            frame.attrs = self._provenance(filters, start, end)
-        return Period(Activity(*frames), jobs, counts)
+        return period_of(_Selection(self, filters), start, end)
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
