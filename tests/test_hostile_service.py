@@ -302,3 +302,30 @@ def test_sync_never_moves_the_watermark_past_the_services_now(stubs, tmp_path):
     toolkit.sync(client, tmp_path / "store", since="3h", progress=False)
     state = json.loads((tmp_path / "store" / "state.json").read_text())
     assert parse_time(state["watermark"]).timestamp() <= behind + 1
+
+
+# -- the service's vocabulary -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["novu-slack", "svc-slack", "slack", "appio"])
+def test_provider_ids_are_sent_as_given_unknown_ones_with_a_warning(stubs, provider, recwarn):
+    stub = stubs(lambda request, handler: send(handler, 200, {"data": {"subscriberId": "s1"}}))
+    client_of(stub).upsert_credentials("s1", provider, {"deviceTokens": ["t1"]})
+    assert stub.requests[0].json()["providerId"] == provider
+    warned = [str(w.message) for w in recwarn if "provider" in str(w.message)]
+    assert bool(warned) == (provider == "appio")
+
+
+def test_channels_sends_only_channel_types_and_filters_step_types_after(stubs):
+    records = [
+        {**record(1), "channels": ["email", "digest"]},
+        {**record(2), "channels": ["sms"]},
+        {**record(3), "channels": ["delay", "push"]},
+    ]
+    stub = stubs(lambda request, handler: send(handler, 200, page(records)))
+    client = client_of(stub)
+    got = client.list_activity(channels=["digest", "push"], before="2026-11-01T12:00:00Z")
+    assert [r["transactionId"] for r in got] == ["t1", "t3"]
+    assert "channels" not in stub.requests[-1].query
+    client.list_activity(channels=["email", "sms"], before="2026-11-01T12:00:00Z")
+    assert stub.requests[-1].query["channels"] == ["email", "sms"]
