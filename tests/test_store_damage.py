@@ -66,3 +66,30 @@ def test_a_watermark_after_the_services_now_is_moved_back_with_a_warning(fresh_s
         toolkit.sync(client, store, since="1d")
     watermark = parse_time(json.loads(path.read_text())["watermark"])
     assert watermark <= client.now()
+
+
+def test_report_out_is_written_aside_a_failed_write_keeps_the_previous_report(fresh_sandbox, tmp_path):  # fmt: skip
+    import os
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    client = toolkit.connect(sandbox=fresh_sandbox, progress=False)
+    store = tmp_path / "store"
+    toolkit.sync(client, store, since="2d")
+    out = tmp_path / "report.html"
+    out.write_text("<html>the previous report</html>")
+
+    def full_disk():  # writes past 20 KB fail (EFBIG), as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    command = [sys.executable, "-m", "toolkit", "report", "--store", str(store), "--since", "1d", "--out", str(out)]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    done = subprocess.run(command, preexec_fn=full_disk, capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    assert out.read_text() == "<html>the previous report</html>"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "the previous report" not in out.read_text()

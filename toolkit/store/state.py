@@ -110,13 +110,22 @@ class Checkpoint:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a flushed temporary file and a rename."""
+    """Write ``data`` as JSON to ``path`` atomically (`write_text`)."""
+    write_text(path, json.dumps(data, indent=1, sort_keys=True))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file flushed to disk, then
+    renamed: a full disk or a kill leaves the previous file whole."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w") as sink:
-        json.dump(data, sink, indent=1, sort_keys=True)
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as sink:
+            sink.write(text)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 @contextmanager
