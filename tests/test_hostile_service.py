@@ -8,6 +8,7 @@ import json
 import logging
 import time
 import zlib
+from datetime import UTC, datetime
 
 import pytest
 
@@ -329,3 +330,89 @@ def test_channels_sends_only_channel_types_and_filters_step_types_after(stubs):
     assert "channels" not in stub.requests[-1].query
     client.list_activity(channels=["email", "sms"], before="2026-11-01T12:00:00Z")
     assert stub.requests[-1].query["channels"] == ["email", "sms"]
+
+
+# -- the Monitor's webhook ----------------------------------------------------------------------
+
+ALERT = {
+    "at": datetime(2026, 11, 1, 12, tzinfo=UTC),
+    "state": "firing",
+    "summary": "sms failing",
+    "kind": "k",
+}
+
+
+def deliver(url, **options):
+    from toolkit.alerts import Webhook
+
+    errors = []
+    hook = Webhook(url, retries=0, on_error=errors.append, **options)
+    hook.send(ALERT)
+    assert hook.close(timeout=30)
+    return hook, errors
+
+
+def test_a_webhook_redirect_not_followed_with_its_body_is_not_delivered(stubs):
+    def answer(request, handler):
+        if request.path == "/hooks/T0/SECRET":
+            return send(handler, 301, {}, {"Location": "/moved"})
+        send(handler, 200, {"ok": True})  # a GET here would look delivered
+
+    stub = stubs(answer)
+    hook, errors = deliver(stub.url + "/hooks/T0/SECRET")
+    assert (hook.sent, hook.failed) == (0, 1)
+    assert "HTTP 301" in errors[0] and "SECRET" not in errors[0] and "moved" not in errors[0]
+    assert [r.method for r in stub.requests] == ["POST"]
+
+
+def test_a_webhook_307_to_the_same_host_is_followed_with_its_body(stubs):
+    def answer(request, handler):
+        if request.path == "/hooks/T0/SECRET":
+            return send(handler, 307, {}, {"Location": "/hooks/T0/SECRET2"})
+        send(handler, 200, {"ok": True})
+
+    stub = stubs(answer)
+    hook, errors = deliver(stub.url + "/hooks/T0/SECRET")
+    assert (hook.sent, hook.failed, errors) == (1, 0, [])
+    assert stub.requests[1].method == "POST" and stub.requests[1].json()["text"] == "FIRING: sms failing"  # fmt: skip
+
+
+def trickle(seconds):
+    def answer(request, handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(int(seconds / 0.05)))
+        handler.end_headers()
+        for _ in range(int(seconds / 0.05)):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.05)
+
+    return answer
+
+
+def test_a_trickling_webhook_is_not_delivered_past_its_timeout(stubs):
+    stub = stubs(trickle(4))
+    hook, errors = deliver(stub.url + "/hook", timeout=0.3)
+    assert (hook.sent, hook.failed) == (0, 1) and "Timeout" in errors[0]
+
+
+def test_close_returns_within_its_bound_with_a_trickling_webhook_and_start_after_close_works(stubs):  # fmt: skip
+    from toolkit.alerts import Webhook
+
+    slow = stubs(trickle(4))
+    hook = Webhook(slow.url + "/hook", retries=0, timeout=60)
+    hook.send(ALERT)
+    hook.send(ALERT)
+    assert hook.close(timeout=0.2) is False  # given up, not waited for
+    fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
+    hook._url = fast.url + "/hook"  # the same Webhook, used again after close
+    hook.send(ALERT)
+    assert hook.close(timeout=30) and len(fast.requests) == 1
+
+
+def test_urllib3_debug_logs_do_not_show_the_webhook_path(stubs, caplog):
+    stub = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
+    with caplog.at_level(logging.DEBUG):
+        hook, _ = deliver(stub.url + "/services/T000/B000/XSECRETPATHX")
+    assert hook.sent == 1 and "XSECRETPATHX" not in caplog.text
+    assert "POST" in caplog.text  # urllib3's request line is there, masked
