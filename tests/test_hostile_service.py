@@ -10,6 +10,7 @@ import time
 import zlib
 from datetime import UTC, datetime
 
+import pandas as pd
 import pytest
 
 from tests.stub_service import Stub, page, record, send
@@ -416,3 +417,15 @@ def test_urllib3_debug_logs_do_not_show_the_webhook_path(stubs, caplog):
         hook, _ = deliver(stub.url + "/services/T000/B000/XSECRETPATHX")
     assert hook.sent == 1 and "XSECRETPATHX" not in caplog.text
     assert "POST" in caplog.text  # urllib3's request line is there, masked
+
+
+def test_numeric_fields_of_odd_types_give_a_typed_frame_with_a_warning(stubs):
+    import toolkit
+
+    versions = [2, "3", 4.0, 1.5, "abc", [1], 2**70, None]
+    items = [{"_id": f"{n:024x}", "subscriberId": f"s{n}", "__v": v} for n, v in enumerate(versions)]  # fmt: skip
+    stub = stubs(lambda request, handler: send(handler, 200, {"data": items, "next": None}))
+    with pytest.warns(UserWarning, match="version: 4 value"):
+        frame = toolkit.read_subscribers(client_of(stub), email="@x")
+    assert str(frame["version"].dtype) == "Int64"
+    assert frame["version"].tolist() == [2, 3, 4, *[pd.NA] * 5]
