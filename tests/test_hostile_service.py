@@ -285,6 +285,18 @@ def test_a_base_url_password_is_masked_everywhere(stubs, tmp_path, caplog):
     assert "127.0.0.1" in client.base_url
 
 
+@pytest.mark.parametrize(
+    "url", ["ftp://ada:hunter2secret@h/", "http://ada:hunter2secret@h:0", "ada:hunter2secret@h"]
+)
+def test_a_refused_base_url_is_shown_without_its_password(url):
+    from toolkit.client import connect
+    from toolkit.errors import ToolkitError
+
+    with pytest.raises(ToolkitError) as caught:
+        connect(url, KEY)
+    assert "hunter2secret" not in str(caught.value) and "h" in str(caught.value)
+
+
 # -- the service's clock ------------------------------------------------------------------------
 
 

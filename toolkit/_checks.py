@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from toolkit.errors import ParameterError
+from toolkit.redact import mask_userinfo
 from toolkit.timeutil import parse_time, to_iso
 from toolkit.vocab import (
     BRAND_PREFIXES,
@@ -125,13 +126,17 @@ def base_url(value: str) -> str:
         port = parts.port
     except ValueError:
         port = -1
+    shown = mask_userinfo(value) if isinstance(value, str) else value
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0 or port == -1:
         raise ParameterError(
             "base_url",
-            value,
+            shown,
             "an http:// or https:// address with a host and a port from 1 to 65535",
         )
-    header("base_url", value, 2048)
+    try:
+        header("base_url", value, 2048)
+    except ParameterError as error:
+        raise ParameterError("base_url", shown, error.allowed) from None
     return value
 
 

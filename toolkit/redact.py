@@ -137,6 +137,9 @@ def secret_values(data: Any, hidden: bool = False) -> list[str]:
 
 def mask_userinfo(url: str) -> str:
     """``url`` with its ``user:password@`` part (if any) masked; the rest as is."""
+    head = url.split("/", 1)[0]
+    if "://" not in url and "@" in head:  # no scheme: "user:password@host/..."
+        return MASK + url[len(head.rsplit("@", 1)[0]) :]
     try:
         parts = urlsplit(url)
         if not (parts.username or parts.password):
