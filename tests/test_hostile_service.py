@@ -441,3 +441,21 @@ def test_numeric_fields_of_odd_types_give_a_typed_frame_with_a_warning(stubs):
         frame = toolkit.read_subscribers(client_of(stub), email="@x")
     assert str(frame["version"].dtype) == "Int64"
     assert frame["version"].tolist() == [2, 3, 4, *[pd.NA] * 5]
+
+
+WRITES = {
+    "update_subscriber": lambda c: c.update_subscriber("s1", first_name="Ada"),
+    "upsert_credentials": lambda c: c.upsert_credentials(
+        "s1", "slack", {"webhookUrl": "https://x.example/h"}
+    ),  # fmt: skip
+    "create_integration": lambda c: c.create_integration("sendgrid", "email"),
+    "delete_integration": lambda c: c.delete_integration("i1"),
+}
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES)
+@pytest.mark.parametrize("body", [{"message": "Service under maintenance"}, None, [1]], ids=["message", "empty", "scalars"])  # fmt: skip
+def test_a_write_answered_with_something_else_is_not_reported_done(stubs, write, body):
+    stub = stubs(lambda request, handler: send(handler, 200, b"" if body is None else body))
+    with pytest.raises(ResponseError, match="the answer is"):
+        write(client_of(stub))

@@ -25,7 +25,7 @@ from typing import Any
 from toolkit import _checks as arg
 from toolkit._http import Transport
 from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
-from toolkit.errors import ConfigurationError, ParameterError
+from toolkit.errors import ConfigurationError, ParameterError, ResponseError
 from toolkit.pagination import (
     ActivityPager,
     check_page,
@@ -443,8 +443,7 @@ class Client:
         Returns the environment's remaining integrations, as the service lists them.
         """
         path = f"/v1/integrations/{arg.segment('integration_id', integration_id)}"
-        result = arg.unwrap(self.transport.request("DELETE", path))
-        return result if isinstance(result, list) else []
+        return _answer("DELETE", path, self.transport.request("DELETE", path), list)
 
     # -- activity ----------------------------------------------------------------------------
 
@@ -583,7 +582,8 @@ class Client:
         self, method: str, path: str, body: dict[str, Any], idempotency_key: str | None
     ) -> dict[str, Any]:
         key = arg.header("idempotency_key", idempotency_key, arg.MAX_IDEMPOTENCY_KEY)
-        return arg.unwrap(self.transport.request(method, path, json=body, idempotency_key=key))
+        answer = self.transport.request(method, path, json=body, idempotency_key=key)
+        return _answer(method, path, answer, dict, "providerId" if "integrations" in path else "subscriberId")  # fmt: skip
 
     def _cursor_list(
         self,
@@ -612,3 +612,18 @@ class Client:
             return check_page(self.transport.request("GET", path, params=query), path)
 
         return iter_cursor_pages(fetch, limit=limit)
+
+
+def _answer(method: str, path: str, body: Any, kind: type, key: str | None = None) -> Any:
+    """The unwrapped answer of a write if it has the shape the operation returns (a list of
+    objects, or an object with ``key``), else `ResponseError`: a write is never reported done
+    on nothing."""
+    result = arg.unwrap(body)
+    if isinstance(result, kind) and (
+        key in result if key else all(isinstance(item, Mapping) for item in result)
+    ):
+        return result
+    what = f"an object with {key}" if key else "a list of objects"
+    shown = str(result.get("message", "")) if isinstance(result, Mapping) else ""
+    said = f": the service said {shown[:200]!r}" if shown else f", not {what}"
+    raise ResponseError(method, path, None, f"the answer is {type(result).__name__}{said}")
