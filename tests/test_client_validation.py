@@ -83,8 +83,8 @@ CASES = {
         lambda c: c.update_subscriber("s", first_name="A", idempotency_key="k" * 256),
         "idempotency_key",
     ),
-    "credentials unknown provider": (
-        lambda c: c.upsert_credentials("s", "carrier-pigeon", {"webhookUrl": "https://x"}),
+    "credentials provider not an id": (
+        lambda c: c.upsert_credentials("s", "Carrier Pigeon!", {"webhookUrl": "https://x"}),
         "provider_id",
     ),
     "credentials not a dict": (

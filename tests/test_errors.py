@@ -75,7 +75,7 @@ def test_unknown_bodies_and_plain_text_still_give_one_line():
 
 def test_the_key_is_masked_in_message_path_and_body():
     body = {"message": f"API Key {KEY} not found", "path": f"/v1/notifications?key={KEY}"}
-    error = error_from_response("GET", f"/v1/{KEY}", 401, body, api_key=KEY)
+    error = error_from_response("GET", f"/v1/{KEY}", 401, body, secrets=(KEY,))
     assert KEY not in str(error) + repr(error) + str(error.body) + error.path
 
 

@@ -11,15 +11,24 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from toolkit.errors import ParameterError
+from toolkit.redact import mask_userinfo
 from toolkit.timeutil import parse_time, to_iso
-from toolkit.vocab import CHANNEL_CREDENTIAL_FIELDS, MAX_DEVICE_TOKENS, ORDER_DIRECTIONS
+from toolkit.vocab import (
+    BRAND_PREFIXES,
+    CHANNEL_CREDENTIAL_FIELDS,
+    CHANNEL_PROVIDERS,
+    MAX_DEVICE_TOKENS,
+    ORDER_DIRECTIONS,
+)
 
 #: Deepest nesting of a JSON body the client sends.
 MAX_DEPTH = 64
@@ -117,13 +126,17 @@ def base_url(value: str) -> str:
         port = parts.port
     except ValueError:
         port = -1
+    shown = mask_userinfo(value) if isinstance(value, str) else value
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0 or port == -1:
         raise ParameterError(
             "base_url",
-            value,
+            shown,
             "an http:// or https:// address with a host and a port from 1 to 65535",
         )
-    header("base_url", value, 2048)
+    try:
+        header("base_url", value, 2048)
+    except ParameterError as error:
+        raise ParameterError("base_url", shown, error.allowed) from None
     return value
 
 
@@ -192,6 +205,30 @@ def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in allowed:
         raise ParameterError(name, value, "one of " + ", ".join(allowed))
     return value.strip().lower()
+
+
+_PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+
+
+def provider_id(value: Any) -> str:
+    """A channel provider id, sent as given: the service decides (providers appear every month).
+
+    Ids the toolkit does not know only warn; both spellings of the brand-named ids (the spec's
+    ``svc-slack``, the real service's ``novu-slack``) are known.
+    """
+    if not isinstance(value, str) or not _PROVIDER_ID.fullmatch(value.strip()):
+        raise ParameterError(
+            "provider_id", value, "a provider id: lower-case letters, digits and - (e.g. slack)"
+        )
+    value = value.strip()
+    plain = next((value[len(p) :] for p in BRAND_PREFIXES if value.startswith(p)), None)
+    if value not in CHANNEL_PROVIDERS and f"{BRAND_PREFIXES[0]}{plain}" not in CHANNEL_PROVIDERS:
+        warnings.warn(
+            f"provider_id={value!r} is not a chat or push provider the toolkit knows; sent as"
+            " is (the service decides)",
+            stacklevel=3,
+        )
+    return value
 
 
 def strings(name: str, value: Any, allowed: tuple[str, ...] | None = None) -> list[str] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import random
 import re
@@ -17,21 +18,35 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import orjson
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 
 from toolkit._version import __version__
 from toolkit.errors import (
+    RedirectError,
     ServiceConnectionError,
     ServiceError,
     error_from_response,
     parse_retry_after,
 )
+from toolkit.redact import mask_userinfo, secret_values
 
-__all__ = ["CATEGORIES", "RETRY_STATUSES", "Pacer", "Transport", "category_of"]
+__all__ = [
+    "CATEGORIES",
+    "RETRY_STATUSES",
+    "Pacer",
+    "Redirected",
+    "Transport",
+    "category_of",
+    "fetch",
+]
 
 log = logging.getLogger("toolkit.http")
 
@@ -50,6 +65,16 @@ CATEGORIES = {
 LONG_WAIT = 5.0
 #: Window of the service's buckets when ``RateLimit-Policy`` does not say (the real service's).
 DEFAULT_WINDOW = 5.0
+#: ``RateLimit-*`` numbers outside these bounds are garbage: ignored, with a warning.
+_LIMIT_RANGE, _WINDOW_RANGE = (0.0, 1e7), (0.0, 86400.0)
+#: Most bytes of a response body once decompressed: a larger body is refused, not read.
+MAX_BODY = 64 * 2**20
+#: Bytes read (and decompressed) at a time.
+_CHUNK = 256 * 1024
+#: Redirect statuses, those a write may follow (they keep the method and body), and most hops.
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_BODY_KEEPING = frozenset({307, 308})
+MAX_HOPS = 5
 
 _NETWORK_ERRORS = (
     requests.ConnectionError,
@@ -105,32 +130,44 @@ class Pacer:
         self.sleep, self.margin, self.clock = sleep, margin, clock
         self._lock = threading.Lock()
         self._buckets: dict[str, _Bucket] = {}
+        self._warned = False
 
-    def wait(self, category: str | None) -> float:
-        """Reserve a token of ``category``; sleep until it is due. Returns the seconds slept."""
+    def wait(self, category: str | None, most: float = math.inf) -> float:
+        """Reserve a token of ``category``; sleep until it is due, but at most ``most`` seconds
+        (then the request goes and the service decides). Returns the seconds slept."""
         with self._lock:
             bucket = self._buckets.get(category)
             if bucket is None:
                 return 0.0
             bucket.refill(self.clock())
             bucket.tokens -= 1
-            delay = max(0.0, (self.margin - bucket.tokens) / bucket.rate)
+            delay = min(max(0.0, (self.margin - bucket.tokens) / bucket.rate), max(0.0, most))
         if delay:
             self.sleep(delay)
         return delay
 
     def observe(self, category: str | None, headers: Mapping[str, str]) -> None:
         """Update the mirror from a response's ``RateLimit-Limit/-Remaining/-Policy`` headers."""
-        try:
-            limit = float(headers["RateLimit-Limit"])
-            remaining = float(headers["RateLimit-Remaining"])
-        except (KeyError, TypeError, ValueError):
-            return
-        if category is None or limit <= 0:
+        if category is None or not {"RateLimit-Limit", "RateLimit-Remaining"} <= headers.keys():
             return
         policy = headers.get("RateLimit-Policy", "")
-        window = _policy_number(policy, "w") or DEFAULT_WINDOW
-        capacity = max(_policy_number(policy, "burst") or limit, remaining)
+        try:
+            limit = _number(headers["RateLimit-Limit"], _LIMIT_RANGE)
+            remaining = _number(headers["RateLimit-Remaining"], _LIMIT_RANGE, zero=True)
+            window = _number(_policy_value(policy, "w"), _WINDOW_RANGE, default=DEFAULT_WINDOW)
+            burst = _number(_policy_value(policy, "burst"), _LIMIT_RANGE, default=limit)
+        except ValueError:
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "ignoring RateLimit headers that make no sense (Limit=%.40r, Remaining=%.40r,"
+                    " Policy=%.80r): requests are not paced by them",
+                    headers.get("RateLimit-Limit"),
+                    headers.get("RateLimit-Remaining"),
+                    policy,
+                )
+            return
+        capacity = max(burst, remaining)
         with self._lock:
             now = self.clock()
             bucket = self._buckets.get(category)
@@ -142,9 +179,25 @@ class Pacer:
             bucket.tokens = min(bucket.tokens, remaining)
 
 
-def _policy_number(policy: str, name: str) -> float | None:
-    match = re.search(rf"(?:^|;)\s*{name}=([0-9.]+)", policy)
-    return float(match.group(1)) if match else None
+def _policy_value(policy: str, name: str) -> str | None:
+    match = re.search(rf"(?:^|;)\s*{name}=([^;,\s]*)", policy)
+    return match.group(1) if match else None
+
+
+def _number(
+    text: str | None, bounds: tuple[float, float], *, zero: bool = False, default: float = 0.0
+) -> float:
+    """A header's number within ``bounds`` (above the lower one unless ``zero``); ``default``
+    when absent. ValueError when it is anything else (``1e-300``, negative, huge, ``nan``)."""
+    if text is None:
+        if default:
+            return default
+        raise ValueError("missing")
+    value = float(text)
+    low, high = bounds
+    if not (low <= value <= high and (zero or value > low)) or (not zero and value < 1e-3):
+        raise ValueError(text)
+    return value
 
 
 #: Every live `Transport`: a forked child drops their pooled connections (the parent's sockets).
@@ -182,6 +235,16 @@ class Transport:
     backoff, max_backoff : float
         Exponential backoff with full jitter: attempt ``n`` waits ``uniform(0, min(max_backoff,
         backoff * 2**(n-1)))`` unless the service said how long (``Retry-After``).
+    max_body : int
+        Most bytes of a response body once decompressed; a larger one is refused.
+
+    Notes
+    -----
+    Each response, body included, must arrive within ``timeout`` (one deadline, not one per
+    socket read). Redirects are followed only to the same scheme, host and port; a write
+    (POST, PATCH, PUT) follows only 307 and 308, which keep its method and body. Any other
+    redirect raises `RedirectError` naming the new location: nothing (key or body) is sent to
+    another host, and a write is never re-sent as a GET.
     """
 
     def __init__(
@@ -198,13 +261,19 @@ class Transport:
         pool_size: int = 32,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        max_body: int = MAX_BODY,
     ):
-        self.base_url = base_url.rstrip("/")
+        self._url = base_url.rstrip("/")
+        self.base_url = mask_userinfo(self._url)  # what is shown: user:password@ masked
         self._api_key = api_key
+        self.max_body = max_body
         self.timeout, self.max_retries, self.max_wait = timeout, max_retries, max_wait
         self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
         self.backoff, self.max_backoff = backoff, max_backoff
         self.pacer = Pacer(sleep=sleep, clock=clock)
+        #: The service's clock minus ours, as its last ``Date`` header says (at most: the
+        #: header is rounded down to the second, and read after it was sent).
+        self.clock_offset = timedelta(0)
         self.session = requests.Session()
         self.session.trust_env = False  # no proxy and netrc look-up on every request
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
@@ -261,19 +330,28 @@ class Transport:
         if method in WRITE_METHODS:
             headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
         category = category_of(path)
+        secrets = (self._api_key, *secret_values(json), *_userinfo(self._url))
         started, waited = self.clock(), 0.0
         for attempt in itertools.count(1):
-            self.pacer.wait(category)
+            waited += self.pacer.wait(category, most=self.max_wait - waited)
             sent = self.clock()
             try:
-                response = self.session.request(
+                response = fetch(
+                    self.session,
                     method,
-                    self.base_url + path,
+                    self._url + path,
                     params=params,
                     json=json,
                     headers=headers,
                     timeout=self.timeout,
+                    max_body=self.max_body,
                 )
+            except Redirected as redirect:
+                raise RedirectError(
+                    method, path, redirect.status, redirect.describe(), attempts=attempt
+                ) from None
+            except BodyTooLarge as exc:
+                raise ServiceError(method, path, exc.status, str(exc), attempts=attempt) from None
             except _NETWORK_ERRORS as exc:
                 log.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
                 error: ServiceError = ServiceConnectionError(method, path, None, _describe(exc))
@@ -287,10 +365,11 @@ class Transport:
                     "%s %s -> %d (attempt %d, %.3f s)", method, path, status, attempt, elapsed
                 )
                 self.pacer.observe(category, response.headers)
+                self._observe_date(response.headers.get("Date"))
                 if status < 400:
                     return self._decode(method, path, response)
                 error = error_from_response(
-                    method, path, status, _body(response), response.headers, api_key=self._api_key
+                    method, path, status, _body(response), response.headers, secrets=secrets
                 )
                 if not _retryable(status, response.headers):
                     raise error.with_note("", attempt)
@@ -325,6 +404,14 @@ class Transport:
             self.sleep(delay)
             waited += delay
 
+    def _observe_date(self, header: str | None) -> None:
+        try:
+            moment = parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return
+        if moment.tzinfo is not None:
+            self.clock_offset = moment - datetime.now(UTC)
+
     def _decode(self, method: str, path: str, response: requests.Response) -> Any:
         if not response.content:
             return None
@@ -338,6 +425,115 @@ class Transport:
                 f"the response is not JSON ({response.headers.get('Content-Type', 'no type')})",
                 hint="(is SVC_BASE_URL the service's API address?)",
             ) from None
+
+
+class Redirected(Exception):
+    """A redirect `fetch` did not follow (another host, or a write told to change its method)."""
+
+    def __init__(self, status: int, location: str, reason: str):
+        super().__init__(status, location, reason)
+        self.status, self.location, self.reason = status, location, reason
+
+    def describe(self, show: bool = True) -> str:
+        where = f" to {mask_userinfo(self.location)}" if show else ""
+        return f"redirected{where} (HTTP {self.status}); not followed: {self.reason}"
+
+
+class BodyTooLarge(Exception):
+    """A response body past the size limit once decompressed (raised before reading it all)."""
+
+    def __init__(self, status: int, limit: int):
+        super().__init__(
+            f"the response body is larger than {limit / 2**20:g} MiB once decompressed; not read"
+        )
+        self.status = status
+
+
+def fetch(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    timeout: float,
+    max_body: int = MAX_BODY,
+    **options: Any,
+) -> requests.Response:
+    """One request and its whole body, following the redirects that are safe (see `Transport`).
+
+    The body is read within ``timeout`` seconds from the request's start and at most
+    ``max_body`` bytes of it once decompressed.
+
+    Raises
+    ------
+    Redirected
+        A redirect that is not safe to follow, or more than `MAX_HOPS` of them.
+    BodyTooLarge
+        The body is larger than ``max_body`` once decompressed.
+    requests.Timeout
+        The response took longer than ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    for _hop in range(MAX_HOPS + 1):
+        response = session.request(
+            method, url, timeout=timeout, stream=True, allow_redirects=False, **options
+        )
+        _read_body(response, deadline, timeout, max_body)
+        if response.status_code not in REDIRECTS:
+            return response
+        location = urljoin(url, response.headers.get("Location", ""))
+        if not response.headers.get("Location"):
+            return response
+        if _origin(location) != _origin(url):
+            raise Redirected(response.status_code, location, "another host never gets the request")  # fmt: skip
+        if method.upper() in WRITE_METHODS and response.status_code not in _BODY_KEEPING:
+            raise Redirected(
+                response.status_code,
+                location,
+                "it would re-send the write as a GET, without its body",  # fmt: skip
+            )
+        url, options = location, {**options, "params": None}
+    raise Redirected(response.status_code, location, f"more than {MAX_HOPS} redirects")
+
+
+def _read_body(response: requests.Response, deadline: float, timeout: float, most: int) -> None:
+    """Read the body (decompressed) into ``response``, or close it and raise."""
+    chunks, size = [], 0
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise requests.Timeout(f"the response took more than {timeout:g} s")
+            try:
+                chunk = response.raw.read1(_CHUNK, decode_content=True)
+            except urllib3.exceptions.ReadTimeoutError as error:
+                raise requests.Timeout(str(error)) from None
+            except (urllib3.exceptions.HTTPError, OSError) as error:  # cut, or not decodable
+                raise requests.exceptions.ChunkedEncodingError(str(error)) from None
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > most:
+                raise BodyTooLarge(response.status_code, most)
+            chunks.append(chunk)
+    except BaseException:
+        response.close()  # the connection is dropped, not pooled half read
+        raise
+    response._content = b"".join(chunks)
+    response.raw.release_conn()
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        port = -1
+    return parts.scheme, parts.hostname, port
+
+
+def _userinfo(url: str) -> tuple[str, ...]:
+    """The ``user:password`` of a URL (secrets to mask), else nothing."""
+    parts = urlsplit(url)
+    return tuple(p for p in (parts.password, parts.username) if p and len(p) >= 4)
 
 
 def _json(response: requests.Response) -> Any:

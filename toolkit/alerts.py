@@ -15,6 +15,7 @@ is never shown; a failure is reported once through ``on_error``).
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -25,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import ParameterError
-from toolkit.redact import mask
+from toolkit.redact import MASK, mask
 from toolkit.timeutil import to_iso
 
 __all__ = ["ALERT_COLUMNS", "Alerts", "Webhook"]
@@ -108,10 +109,10 @@ class Alerts:
             self._deliver(alert)
         return raised
 
-    def close(self) -> None:
-        """Send what is queued for the webhook, then stop its thread."""
-        if self.webhook is not None:
-            self.webhook.close()
+    def close(self, timeout: float = 30.0) -> bool:
+        """Send what is queued for the webhook within ``timeout`` seconds, then stop its thread
+        (see `Webhook.close`); whether everything queued was delivered or given up in time."""
+        return True if self.webhook is None else self.webhook.close(timeout)
 
     def _alert(self, state: str, record: dict[str, Any], at: datetime) -> dict[str, Any]:
         alert = {c: _plain(record.get(c)) for c in ALERT_COLUMNS}
@@ -129,10 +130,14 @@ class Alerts:
 
 
 class Webhook:
-    """POSTs alerts as JSON to a URL from one background thread, retrying failures.
+    """POSTs alerts as JSON to a URL from a background thread, retrying failures.
 
-    The body is ``{"text": "<state>: <summary>", "alert": {...}}`` (Slack shows ``text``).
-    The URL is a secret: it appears in no message, repr or error.
+    The body is ``{"text": "<state>: <summary>", "alert": {...}}`` (Slack shows ``text``). It is
+    sent by the toolkit's one transport (`toolkit._http.fetch`): each answer must arrive within
+    ``timeout`` seconds, and a redirect counts as delivered only when it was followed with the
+    body (a 307 or 308 to the same host); any other is not delivered, and not retried.
+    The URL is a secret: it appears in no message, repr or error, nor in urllib3's DEBUG log.
+    After `close`, the next `send` starts a new thread.
     """
 
     def __init__(self, url: str, *, retries: int = 3, backoff: float = 1.0,
@@ -141,29 +146,55 @@ class Webhook:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ParameterError("webhook_url", mask(url), "an http:// or https:// URL")
         self._url = url
+        _hide_in_logs(url)
         self.retries, self.backoff, self.timeout, self.sleep = retries, backoff, timeout, sleep
         self.on_error = on_error or (lambda message: None)
         self.sent = self.failed = 0
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._work, name="toolkit-webhook", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._worker: tuple[threading.Thread, queue.Queue, threading.Event] | None = None
 
     def __repr__(self) -> str:
         return f"<Webhook sent={self.sent} failed={self.failed}>"
 
     def send(self, alert: dict[str, Any]) -> None:
         """Queue one alert (returns at once)."""
-        self._queue.put(alert)
+        with self._lock:
+            if self._worker is None:
+                jobs, stop = queue.Queue(), threading.Event()
+                thread = threading.Thread(target=self._work, args=(jobs, stop),
+                                          name="toolkit-webhook", daemon=True)  # fmt: skip
+                thread.start()
+                self._worker = (thread, jobs, stop)
+            self._worker[1].put(alert)
 
-    def close(self) -> None:
-        """Deliver what is queued, then stop the thread."""
-        self._queue.put(None)
-        self._thread.join()
+    def close(self, timeout: float = 30.0) -> bool:
+        """Deliver what is queued, waiting at most ``timeout`` seconds; then the alerts not yet
+        sent are given up (counted as failed, reported once) as soon as the POST under way ends
+        (itself bounded by the webhook's ``timeout``). Returns whether all were done in time."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is None:
+            return True
+        thread, jobs, stop = worker
+        jobs.put(None)
+        thread.join(timeout)
+        if thread.is_alive():
+            stop.set()
+            return False
+        return True
 
-    def _work(self) -> None:
+    def _work(self, jobs: queue.Queue, stop: threading.Event) -> None:
         import requests
 
-        while (alert := self._queue.get()) is not None:
+        from toolkit._http import BodyTooLarge, Redirected, fetch
+
+        session = requests.Session()
+        session.trust_env = False
+        while (alert := jobs.get()) is not None:
+            if stop.is_set():
+                self.failed += 1
+                self.on_error("webhook: alerts not delivered before close() gave up on them")
+                continue
             body = {
                 "text": f"{_ICON[alert['state']]}: {alert['summary']}",
                 "alert": {k: to_iso(v) if k == "at" else v for k, v in alert.items()},
@@ -171,20 +202,57 @@ class Webhook:
             reason = None
             for attempt in range(self.retries + 1):
                 try:
-                    response = requests.post(self._url, json=body, timeout=self.timeout)
-                    if response.ok:
-                        reason = None
-                        break
-                    reason = f"HTTP {response.status_code}"
-                except requests.RequestException as error:
+                    status = fetch(session, "POST", self._url, json=body, timeout=self.timeout).status_code  # fmt: skip
+                    reason = None if 200 <= status < 300 else f"HTTP {status}"
+                except Redirected as redirect:
+                    reason = redirect.describe(show=False)  # the location is the secret's kin
+                    break
+                except (requests.RequestException, BodyTooLarge) as error:
                     reason = type(error).__name__  # its text would show the URL
+                if reason is None or stop.is_set():
+                    break
                 if attempt < self.retries:
                     self.sleep(self.backoff * 2**attempt)
             if reason is None:
                 self.sent += 1
             else:
                 self.failed += 1
-                self.on_error(f"webhook POST failed after {self.retries + 1} attempts: {reason}")
+                self.on_error(f"webhook POST failed after {attempt + 1} attempts: {reason}")
+        session.close()
+
+
+class _HiddenInLogs(logging.Filter):
+    """Masks secret texts (webhook URLs and their paths) in the records of a library's logger:
+    urllib3 logs each request line at DEBUG."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if any(secret in text for secret in self.secrets):
+            for secret in sorted(self.secrets, key=len, reverse=True):
+                text = text.replace(secret, MASK)
+            record.msg, record.args = text, ()
+        return True
+
+
+_HIDDEN = _HiddenInLogs()
+
+
+def _hide_in_logs(url: str) -> None:
+    """Keep ``url``'s path and query out of urllib3's log lines (at DEBUG they show them)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    for secret in (parts.path + (f"?{parts.query}" if parts.query else ""), parts.path):
+        if len(secret) > 1:
+            _HIDDEN.secrets.add(secret)
+    for name in ("urllib3.connectionpool", "urllib3.util.retry"):
+        logger = logging.getLogger(name)
+        if _HIDDEN not in logger.filters:
+            logger.addFilter(_HIDDEN)
 
 
 class _Once:

@@ -12,21 +12,23 @@ a lone ``{"data": X}`` envelope removed; unknown fields and enumeration values a
 from __future__ import annotations
 
 import atexit
+import itertools
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from toolkit import _checks as arg
 from toolkit._http import Transport
 from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
-from toolkit.errors import ConfigurationError, ParameterError
+from toolkit.errors import ConfigurationError, ParameterError, ResponseError
 from toolkit.pagination import (
     ActivityPager,
+    check_page,
     iter_cursor_pages,
     merge_newest_first,
     paused_gc,
@@ -35,7 +37,6 @@ from toolkit.pagination import (
 )
 from toolkit.timeutil import parse_time, resolve_window, to_iso, utcnow
 from toolkit.vocab import (
-    CHANNEL_PROVIDERS,
     CHANNELS,
     NOTIFICATION_CHANNELS,
     SEVERITIES,
@@ -241,8 +242,12 @@ class Client:
         self.transport.close()
 
     def now(self) -> datetime:
-        """The service's current time (aware UTC): the sandbox's clock, else the wall clock."""
-        return parse_time(self._clock(), name="now")
+        """The service's current time (aware UTC): the sandbox's clock, else the wall clock,
+        moved back by as much as the service's ``Date`` headers say its clock is behind."""
+        now = parse_time(self._clock(), name="now")
+        if self._clock is utcnow:
+            now += min(timedelta(0), self.transport.clock_offset)
+        return now
 
     # -- subscribers -------------------------------------------------------------------------
 
@@ -299,13 +304,15 @@ class Client:
         (``PATCH /v1/subscribers/{subscriberId}/credentials``).
 
         ``credentials`` uses the wire names (``webhookUrl``, ``deviceTokens``, ...; the snake_case
-        spellings are accepted too). Per the spec the given ``deviceTokens`` replace the
+        spellings are accepted too). ``provider_id`` is sent as given: an id the toolkit does
+        not know warns (the real service spells its own brand's ids ``novu-slack``, the spec
+        ``svc-slack``; both are known). Per the spec the given ``deviceTokens`` replace the
         provider's tokens (the real service's PATCH appends them; its PUT replaces). Returns the
         Subscriber with its ``channels``.
         """
         path = f"/v1/subscribers/{arg.segment('subscriber_id', subscriber_id)}/credentials"
         body = {
-            "providerId": arg.choice("provider_id", provider_id, CHANNEL_PROVIDERS),
+            "providerId": arg.provider_id(provider_id),
             "credentials": arg.channel_credentials(credentials),
         }
         if integration_identifier is not None:
@@ -436,8 +443,7 @@ class Client:
         Returns the environment's remaining integrations, as the service lists them.
         """
         path = f"/v1/integrations/{arg.segment('integration_id', integration_id)}"
-        result = arg.unwrap(self.transport.request("DELETE", path))
-        return result if isinstance(result, list) else []
+        return _answer("DELETE", path, self.transport.request("DELETE", path), list)
 
     # -- activity ----------------------------------------------------------------------------
 
@@ -476,6 +482,8 @@ class Client:
         ----------
         channels : str or list of str, optional
             Any of in_app, email, sms, chat, push, digest, trigger, delay, throttle, custom.
+            The service filters by the first five only: with a step type (digest, ...) among
+            them, the notifications are filtered here, by their ``channels``, after the read.
         templates, emails, subscriber_ids : str or list of str, optional
             Template ids, email addresses, external subscriber ids.
         severity : str or list of str, optional
@@ -497,8 +505,10 @@ class Client:
             Progress bar when the read takes more than one page (default the client's).
         """
         start, end = resolve_window(after, before, now=self.now())
+        channels = arg.strings("channels", channels, NOTIFICATION_CHANNELS)
+        steps = bool(channels) and not set(channels) <= set(CHANNELS)
         params = arg.drop_none(
-            channels=arg.strings("channels", channels, NOTIFICATION_CHANNELS),
+            channels=None if steps else channels,
             templates=arg.strings("templates", templates),
             emails=arg.strings("emails", emails),
             subscriberIds=arg.strings("subscriber_ids", subscriber_ids),
@@ -515,6 +525,18 @@ class Client:
             workers=self.workers if workers is None else arg.count("workers", workers, 1, 64),
             progress=self.progress if progress is None else progress,
         )
+        if steps:  # read them all, then keep those of the channels asked for, up to the limit
+            limit, options["limit"] = options["limit"], None
+            records = self._query(params, start, end, options)
+            wanted = set(channels)
+            return itertools.islice(
+                (r for r in records if wanted.intersection(r.get("channels") or ())), limit
+            )
+        return self._query(params, start, end, options)
+
+    def _query(
+        self, params: dict[str, Any], start: datetime | None, end: datetime, options: dict
+    ) -> Iterator[dict[str, Any]]:
         queries = split_query(params, names=_ARGUMENT_NAMES)
         if len(queries) == 1:
             return self._read(params, start, end, **options)
@@ -549,7 +571,8 @@ class Client:
     def _pager(self, params: dict[str, Any], **options: Any) -> ActivityPager:
         def fetch(page: int, size: int) -> Any:
             query = {**params, "page": page, "limit": size}
-            return self.transport.request("GET", "/v1/notifications", params=query)
+            body = self.transport.request("GET", "/v1/notifications", params=query)
+            return check_page(body, "/v1/notifications", activity=True)
 
         return ActivityPager(fetch, **options)
 
@@ -559,7 +582,8 @@ class Client:
         self, method: str, path: str, body: dict[str, Any], idempotency_key: str | None
     ) -> dict[str, Any]:
         key = arg.header("idempotency_key", idempotency_key, arg.MAX_IDEMPOTENCY_KEY)
-        return arg.unwrap(self.transport.request(method, path, json=body, idempotency_key=key))
+        answer = self.transport.request(method, path, json=body, idempotency_key=key)
+        return _answer(method, path, answer, dict, "providerId" if "integrations" in path else "subscriberId")  # fmt: skip
 
     def _cursor_list(
         self,
@@ -585,6 +609,21 @@ class Client:
 
         def fetch(cursor: str | None) -> Any:
             query = params if cursor is None else {**params, "after": cursor}
-            return self.transport.request("GET", path, params=query)
+            return check_page(self.transport.request("GET", path, params=query), path)
 
         return iter_cursor_pages(fetch, limit=limit)
+
+
+def _answer(method: str, path: str, body: Any, kind: type, key: str | None = None) -> Any:
+    """The unwrapped answer of a write if it has the shape the operation returns (a list of
+    objects, or an object with ``key``), else `ResponseError`: a write is never reported done
+    on nothing."""
+    result = arg.unwrap(body)
+    if isinstance(result, kind) and (
+        key in result if key else all(isinstance(item, Mapping) for item in result)
+    ):
+        return result
+    what = f"an object with {key}" if key else "a list of objects"
+    shown = str(result.get("message", "")) if isinstance(result, Mapping) else ""
+    said = f": the service said {shown[:200]!r}" if shown else f", not {what}"
+    raise ResponseError(method, path, None, f"the answer is {type(result).__name__}{said}")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from toolkit.errors import ConfigurationError
+from toolkit.redact import mask_userinfo
 
 BASE_URL_VAR = "SVC_BASE_URL"
 API_KEY_VAR = "SVC_API_KEY"
@@ -52,7 +53,7 @@ class Settings:
         key = (api_key or environ.get(API_KEY_VAR) or "").strip() or None
         if url and not url.startswith(("http://", "https://")):
             raise ConfigurationError(
-                f"base_url must start with http:// or https://, got {url!r} "
+                f"base_url must start with http:// or https://, got {mask_userinfo(url)!r} "
                 f"(from the argument or {BASE_URL_VAR})"
             )
         if bool(url) != bool(key):

@@ -28,6 +28,8 @@ __all__ = [
     "PaginationError",
     "ParameterError",
     "RateLimitError",
+    "RedirectError",
+    "ResponseError",
     "RetentionError",
     "ServerError",
     "ServiceConnectionError",
@@ -197,6 +199,20 @@ class RetentionError(ServiceError):
         super().__init__(*args, **kw)
 
 
+class RedirectError(ServiceError):
+    """3xx not followed: to another host, or a write told to change its method (see
+    `toolkit._http.Transport`); nothing was re-sent."""
+
+    hint = "(if the service moved, set SVC_BASE_URL to its new address)"
+
+
+class ResponseError(ServiceError):
+    """A success answer whose body is not what the operation returns (not a page, a field of
+    the wrong type): the service's fault, never read as an empty result."""
+
+    hint = "(the service sent something unexpected; retry later, and report it if it persists)"
+
+
 class ServerError(ServiceError):
     """5xx: the service failed."""
 
@@ -241,6 +257,9 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (moment - datetime.now(moment.tzinfo)).total_seconds())
 
 
+#: Most characters of the service's words quoted in a message.
+MAX_QUOTED = 300
+
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 200, 200
 
@@ -283,7 +302,7 @@ def _message(body: Any, status: int, field_errors: dict[str, list[str]]) -> str:
             error_id = body.get("errorId")
             return f"{message} (errorId {error_id})" if error_id else str(message)
     if isinstance(body, str) and body.strip():
-        return body.strip()[:200]
+        return body.strip()[:MAX_QUOTED]
     return f"HTTP {status}"
 
 
@@ -305,7 +324,7 @@ def error_from_response(
     body: Any,
     headers: Mapping[str, str] | None = None,
     *,
-    api_key: str | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> ServiceError:
     """Map an HTTP error response to the matching `ServiceError` subclass.
 
@@ -319,18 +338,21 @@ def error_from_response(
         The decoded JSON body, or the text of a non-JSON body.
     headers : mapping, optional
         Response headers (case-insensitive mapping); ``Retry-After`` is read for 429.
-    api_key : str, optional
-        Masked wherever it appears.
+    secrets : tuple of str
+        Masked wherever they appear: the API key, and what the request sent in secret fields
+        (a service may echo it).
 
     Returns
     -------
     ServiceError
         Not raised: the caller decides.
     """
-    body = scrub(body, api_key)
-    path = scrub(path.split("?", 1)[0], api_key)
+    body = scrub(body, secrets)
+    path = scrub(path.split("?", 1)[0], secrets)
     field_errors = _field_errors(body)
-    message = scrub(" ".join(_message(body, status, field_errors).split()), api_key)
+    message = scrub(" ".join(_message(body, status, field_errors).split()), secrets)
+    if len(message) > MAX_QUOTED:
+        message = message[: MAX_QUOTED - 3] + "..."
     cls = _CLASSES.get(status, ServerError if status >= 500 else ServiceError)
     args = (method, path, status, message, body)
     if cls is ValidationError:

@@ -38,7 +38,9 @@ one) and ``error_code`` the provider's code found in that detail's ``raw`` (see 
 from __future__ import annotations
 
 import json
+import math
 import operator
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any, NamedTuple
@@ -549,8 +551,13 @@ def _array(values: list[Any], column: Column) -> Any:
         return pd.DatetimeIndex(times).as_unit("ns").array
     if dtype == schemas.OBJECT:
         return np.fromiter(values, dtype=object, count=len(values))
-    if dtype == schemas.FLOAT:
-        return np.array(values, dtype="float64")
+    if dtype in (schemas.INT, schemas.FLOAT):
+        try:
+            if dtype == schemas.FLOAT:
+                return np.array(values, dtype="float64")
+            return pd.array(values, dtype=dtype)
+        except (TypeError, ValueError, OverflowError):  # odd values from the service
+            return pd.array(_numbers(values, column), dtype=dtype)
     if dtype == schemas.STRING and _ARROW_STRINGS:
         try:  # straight to Arrow: several times faster than pandas' checks on each value
             return pd.arrays.ArrowStringArray(
@@ -559,6 +566,46 @@ def _array(values: list[Any], column: Column) -> Any:
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # not all text: pandas converts it
             pass
     return pd.array(values, dtype=dtype)
+
+
+def _numbers(values: list[Any], column: Column) -> list[Any]:
+    """``values`` of a numeric column with numbers as text converted, and what is not a number
+    of the column's kind (``1.5`` for a count, ``"abc"``, a list, a huge one) missing, with a
+    warning naming the column."""
+    whole = column.dtype == schemas.INT
+    converted, odd = [], []
+    for value in values:
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        number = _number(number, whole)
+        if number is None and value is not None:
+            odd.append(value)
+        converted.append(number)
+    if odd:
+        kind = "whole numbers" if whole else "numbers"
+        warnings.warn(
+            f"{column.name}: {len(odd)} value(s) from the service are not {kind}"
+            f" (e.g. {str(odd[0])[:40]!r}); they are missing (<NA>) in the frame",
+            stacklevel=2,
+        )
+    return converted
+
+
+def _number(value: Any, whole: bool) -> Any:
+    """``value`` as an int (``whole``) or a float, or None if it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    if not math.isfinite(number) or (whole and (number != int(number) or abs(number) >= 2**63)):
+        return None
+    return int(value) if whole else number
 
 
 def _categorical(values: list[Any], known: tuple[str, ...]) -> pd.Categorical:

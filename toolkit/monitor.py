@@ -200,10 +200,12 @@ class Monitor:
             self._thread.join()
             self._thread = None
 
-    def close(self) -> None:
-        """`stop`, then wait for the webhook to deliver what is queued."""
+    def close(self, timeout: float = 30.0) -> bool:
+        """`stop`, then wait at most ``timeout`` seconds for the webhook to deliver what is
+        queued (alerts not sent by then are given up and reported). Returns whether all were.
+        `start` after `close` polls again, webhook included."""
         self.stop()
-        self._alerts.close()
+        return self._alerts.close(timeout)
 
     def _repr_mimebundle_(self, **kwargs: Any):
         return self.widget._repr_mimebundle_(**kwargs)

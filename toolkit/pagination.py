@@ -9,6 +9,7 @@ import gc
 import heapq
 import itertools
 import math
+import re
 import sys
 import threading
 from collections import deque
@@ -19,12 +20,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from toolkit.errors import PaginationError, ParameterError
+from toolkit.errors import PaginationError, ParameterError, ResponseError
 from toolkit.timeutil import parse_time
 
 __all__ = [
     "MAX_QUERY",
     "ActivityPager",
+    "check_page",
     "iter_cursor_pages",
     "merge_newest_first",
     "progress_bar",
@@ -38,6 +40,61 @@ __all__ = [
 AHEAD = 16
 #: Longest query string sent (servers and proxies drop longer request lines, often from 4-8 KB).
 MAX_QUERY = 4000
+
+
+_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?")
+
+
+def check_page(body: Any, path: str, *, activity: bool = False) -> Any:
+    """``body`` if it is a page of ``GET path``, else `ResponseError` naming what is wrong.
+
+    A page is ``{"data": [object, ...], ...}`` (or a bare list of objects) whose ``_id`` are
+    text; ``next`` is text or null and ``hasMore`` a flag. With ``activity``, each record's
+    ``createdAt`` is an ISO time and its ``jobs`` (and their ``executionDetails``) are lists.
+    A body that is no page (``{"message": "Service under maintenance"}``) is never read as an
+    empty one.
+    """
+
+    def refuse(what: str) -> ResponseError:
+        return ResponseError("GET", path, 200, f"the answer is not a page: {what}")
+
+    items = body if isinstance(body, list) else body.get("data") if isinstance(body, Mapping) else None  # fmt: skip
+    if not isinstance(items, list):
+        shown = body.get("message") if isinstance(body, Mapping) else None
+        found = f"the service said {str(shown)[:200]!r}" if shown else f"{_kind(body)} without a `data` list"  # fmt: skip
+        raise refuse(found)
+    if isinstance(body, Mapping):
+        if not isinstance(body.get("next"), str | None):
+            raise refuse(f"`next` is {_kind(body['next'])}, not text or null")
+        if not isinstance(body.get("hasMore", False), bool):
+            raise refuse(f"`hasMore` is {_kind(body['hasMore'])}, not true or false")
+    for number, item in enumerate(items):  # plain type checks: 20,000 records in ~30 ms
+        if type(item) is not dict:
+            raise refuse(f"item {number} is {_kind(item)}, not an object")
+        if type(item.get("_id", "")) is not str:
+            raise refuse(f"item {number}'s `_id` is {_kind(item['_id'])}, not text")
+        if activity:
+            created = item.get("createdAt")
+            if type(created) is not str or not _TIME.fullmatch(created):
+                raise refuse(f"item {number}'s `createdAt` is {str(created)[:40]!r}, not a time")
+            jobs = item.get("jobs")
+            if jobs is not None and (
+                type(jobs) is not list
+                or not all(
+                    type(job) is dict and type(job.get("executionDetails", _NO)) in _LISTS
+                    for job in jobs
+                )  # fmt: skip
+            ):
+                raise refuse(f"item {number}'s `jobs` is not a list of jobs with detail lists")
+    return body
+
+
+_NO: list = []
+_LISTS = (list, type(None))
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__} ({str(value)[:40]!r})"
 
 
 def _items(body: Any) -> list[Any]:
@@ -68,16 +125,26 @@ def iter_cursor_pages(
         The service handed back a cursor it had already given (the list would never end).
     """
     seen: set[str] = set()
+    ids: set[Any] = set()
     cursor: str | None = None
     count = 0
     while True:
         body = fetch(cursor)
         items = _items(body)
+        keys = {_key(item) for item in items} - {None}
+        if keys and keys <= ids:
+            raise PaginationError(
+                f"the service returned only items already read after the cursor {cursor!r}"
+                " (the list would never end); stopped"
+            )
         for item in items:
+            if _key(item) in ids:
+                continue
             yield item
             count += 1
             if limit is not None and count >= limit:
                 return
+        ids |= keys
         cursor = body.get("next") if isinstance(body, Mapping) else None
         if not cursor or not items:
             return
@@ -174,12 +241,13 @@ class ActivityPager:
         try:
             if previous:
                 yield previous
+            read = {_key(item) for item in previous}
             for number in itertools.count(start):
                 page = feed.take(number)
                 if page is None:
                     return
                 items = page.result()[0]
-                previous = self._check_repeat(previous, items, number)
+                previous = self._check_repeat(previous, items, number, read)
                 if bar is not None:
                     bar.update(len(items))
                 yield items
@@ -214,8 +282,11 @@ class ActivityPager:
         return len(items) < self.page_size or has_more is False or number + 1 >= self.pages
 
     @staticmethod
-    def _check_repeat(previous: list[Any], items: list[Any], number: int) -> list[Any]:
-        """Page ``number`` (after checking it does not repeat the page before)."""
+    def _check_repeat(
+        previous: list[Any], items: list[Any], number: int, read: set[Any]
+    ) -> list[Any]:
+        """Page ``number`` (after checking it does not repeat the page before, nor hold only
+        items of earlier pages: ``read``, their ids, grows with it)."""
         first = _key(items[0]) if items else None
         if (
             first is not None
@@ -227,6 +298,13 @@ class ActivityPager:
                 f"the service returned the same items for pages {number - 1} and {number}"
                 " (is the `page` parameter ignored?); stopped"
             )
+        keys = {_key(item) for item in items} - {None}
+        if keys and keys <= read and len(items) == len(previous):
+            raise PaginationError(
+                f"page {number} of the service holds only items of earlier pages (pages that"
+                " cycle?); stopped"
+            )
+        read |= keys
         return items
 
     def _bar(self, initial: int):

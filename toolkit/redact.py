@@ -20,12 +20,12 @@ Booleans and nulls are left alone: they carry no key material. Inputs are never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["MASK", "SECRET_FIELDS", "SECRET_MARKERS", "is_secret", "mask", "mask_channels",
-           "mask_credentials", "scrub"]  # fmt: skip
+           "mask_credentials", "mask_userinfo", "scrub", "secret_values"]  # fmt: skip
 
 #: What replaces a secret.
 MASK = "••••"
@@ -91,15 +91,17 @@ def mask(value: Any) -> Any:
     return MASK
 
 
-def scrub(value: Any, secret: str | None = None, *, hidden: bool = False) -> Any:
+def scrub(value: Any, secret: str | Iterable[str] | None = None, *, hidden: bool = False) -> Any:
     """A copy of JSON-shaped ``value`` (an error body, a path, a message) safe to show.
 
-    Every occurrence of ``secret`` (the API key) in a string is masked, and so is the value of
-    every secret field (`is_secret`), except the service's own messages about it.
+    Every occurrence of ``secret`` (the API key, or several secrets: what a request sent in
+    secret fields) in a string is masked, and so is the value of every secret field
+    (`is_secret`), except the service's own messages about it.
     """
     if isinstance(value, str):
-        if secret:
-            value = value.replace(secret, MASK)
+        for text in (secret,) if isinstance(secret, str) else secret or ():
+            if text:
+                value = value.replace(text, MASK)
         return mask(value) if hidden else value
     if isinstance(value, Mapping):
         return {
@@ -113,6 +115,39 @@ def scrub(value: Any, secret: str | None = None, *, hidden: bool = False) -> Any
     if isinstance(value, list):
         return [scrub(item, secret, hidden=hidden) for item in value]
     return mask(value) if hidden else value
+
+
+def secret_values(data: Any, hidden: bool = False) -> list[str]:
+    """The texts held by the secret fields of JSON-shaped ``data`` (a request body), longest
+    first, with each URL's path too: what to mask if the service quotes them back."""
+    found: list[str] = []
+    if isinstance(data, Mapping):
+        for field, item in data.items():
+            found += secret_values(item, hidden or is_secret(str(field)))
+    elif isinstance(data, list | tuple):
+        for item in data:
+            found += secret_values(item, hidden)
+    elif hidden and isinstance(data, str) and len(data) >= 6:
+        found.append(data)
+        if data.startswith(("http://", "https://")):
+            path = urlsplit(data).path
+            found += [path] if len(path) >= 8 else []
+    return sorted(set(found), key=len, reverse=True)
+
+
+def mask_userinfo(url: str) -> str:
+    """``url`` with its ``user:password@`` part (if any) masked; the rest as is."""
+    head = url.split("/", 1)[0]
+    if "://" not in url and "@" in head:  # no scheme: "user:password@host/..."
+        return MASK + url[len(head.rsplit("@", 1)[0]) :]
+    try:
+        parts = urlsplit(url)
+        if not (parts.username or parts.password):
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+    except ValueError:
+        return MASK
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
 
 
 def mask_credentials(credentials: Mapping[str, Any] | None) -> Any:

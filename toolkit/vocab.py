@@ -35,10 +35,14 @@ CHAT_PROVIDERS = (
     "svc-slack",
 )
 
+#: The prefixes of the brand-named provider ids: the spec's ``svc-`` and the real service's own
+#: spelling (``novu-slack``); both are accepted and sent as given.
+BRAND_PREFIXES = ("svc-", "novu-")
+
 #: Push providers of subscriber channel credentials (the spec's 7).
 PUSH_PROVIDERS = ("fcm", "apns", "expo", "one-signal", "pushpad", "pusher-beams", "push-webhook")
 
-#: ``providerId`` values accepted by "upsert provider credentials".
+#: ``providerId`` values "upsert provider credentials" knows (others are sent with a warning).
 CHANNEL_PROVIDERS = CHAT_PROVIDERS + PUSH_PROVIDERS
 
 #: Fields of ChannelCredentials.

@@ -227,7 +227,9 @@ def write_report(path: str | Path, activity, **options: Any) -> Path:
     """Write ``build_report(activity, **options)`` to ``path`` (UTF-8, checked first with
     `check_out`) and return the path."""
     path = check_out(path)
-    path.write_text(build_report(activity, **options), encoding="utf-8")
+    from toolkit.store.state import write_text  # atomic: a failed write leaves the old report
+
+    write_text(path, build_report(activity, **options))
     return path
 
 
@@ -368,7 +370,9 @@ def report_window(
         contents = _contents(_period(activity, "activity"), previous, None, top)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
-    out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
+    from toolkit.store.state import write_text  # atomic: a failed write leaves the old report
+
+    write_text(out, _render(contents, provenance, generated_at or now))
     return Report(path=out, headline=contents["headline"], previous=contents["previous"],
                   findings=contents["incidents"], provenance=provenance)  # fmt: skip
 

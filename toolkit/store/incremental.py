@@ -18,6 +18,7 @@ run gives.
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from toolkit.frames import activity_frames
 from toolkit.store import layout
 from toolkit.store.filters import check_filters
 from toolkit.store.state import (
+    STATE_FILE,
     Checkpoint,
     State,
     StoreError,
@@ -145,6 +147,7 @@ def sync(
     start, before = resolve_window(since, None, now=now, after_name="since")
     lag = parse_duration(lag, name="lag")
     _check_retention(client, since, start, before, filters)
+    now = before = min(before, client.now())  # the service's Date, known once it answered
     show = client.progress if progress is None else progress
 
     root.mkdir(parents=True, exist_ok=True)
@@ -156,6 +159,7 @@ def sync(
             state.save(root)
         elif allow_source_change:
             state.base_url, state.environment = client.base_url, client.environment
+        _clamp_watermark(root, state, now)
         counts = [0, 0, 0, 0]
         checkpoint = Checkpoint.load(root)
         resumed = checkpoint is not None
@@ -269,6 +273,24 @@ def persist(
         if watermark is not None and start <= watermark:
             _widen(state, start, end)
         state.save(root)
+
+
+def _clamp_watermark(root: Path, state: State, now: datetime) -> None:
+    """A watermark after the service's now (clock skew, an edited ``state.json``) would skip
+    what is created until then: it is moved back to the last sync (or now), with a warning."""
+    watermark = state.time("watermark")
+    if watermark is None or watermark <= now:
+        return
+    synced = state.time("synced_at")
+    clamped = min(now, synced) if synced is not None else now
+    warnings.warn(
+        f"{root / STATE_FILE}: the watermark {to_iso(watermark)} is after the service's now"
+        f" {to_iso(now)} (clock skew, or an edited file); moved back to {to_iso(clamped)}, and"
+        " read again from there",
+        stacklevel=3,
+    )
+    state.watermark = to_iso(clamped)
+    state.save(root)
 
 
 def _widen(state: State, start: datetime, end: datetime) -> None:

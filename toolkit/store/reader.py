@@ -99,11 +99,12 @@ class Store:
         return self
 
     def __repr__(self) -> str:
-        files = [p for t in layout.TABLES for p in (self.path / t).glob("*/*.parquet")]
-        size = sum(p.stat().st_size for p in files)
-        notifications = sum(
-            pq.read_metadata(p).num_rows for p in (self.path / "notifications").glob("*/*.parquet")
-        )
+        try:
+            rows = self._check_files()
+        except StoreError as error:  # shown, not raised: a notebook shows what to do
+            return f"<Store {self.path}: {error}>"
+        size = sum(p.stat().st_size for files in rows.values() for p in files)
+        notifications = sum(rows["notifications"].values())
         after, watermark = self.window
         window = "empty" if watermark is None else f"{to_iso(after)} to {to_iso(watermark)}"
         filters = f", filters {self.filters}" if self.filters else ""
@@ -111,6 +112,16 @@ class Store:
             f"<Store {self.path}: {notifications:,} notifications, {size / 1e6:,.1f} MB,"
             f" window {window}, source {self.source}{filters}>"
         )
+
+    def _check_files(self) -> dict[str, dict[Path, int]]:
+        """Each table's files and their rows, from their footers; `StoreError` naming the first
+        file that is damaged or not the store's."""
+        return {
+            table: {
+                path: check_file(path) for path in sorted((self.path / table).glob("*/*.parquet"))
+            }  # fmt: skip
+            for table in layout.TABLES
+        }
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -289,13 +300,30 @@ class Store:
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
-        ``execution_details`` (each with its ``created_date`` partition key)."""
+        ``execution_details`` (each with its ``created_date`` partition key).
+
+        Raises
+        ------
+        StoreError
+            A file of the store is damaged or not the store's (named, with what to do).
+        """
+        import duckdb
+
+        try:
+            return self._sql(query)
+        except (duckdb.Error, StoreError):
+            self._check_files()  # a damaged file is the cause: named
+            raise
+
+    def _sql(self, query: str) -> pd.DataFrame:
         with _duckdb() as con:
             for table in layout.TABLES:
-                if any((self.path / table).glob("*/*.parquet")):
-                    pattern = str(self.path / table / "*" / "*.parquet")
+                # the files named, not a pattern: a store path may hold [ * ? (not globs)
+                files = sorted(str(p) for p in (self.path / table).glob("*/*.parquet"))
+                if files:
+                    listed = ", ".join(f"'{_quoted(file)}'" for file in files)
                     con.execute(
-                        f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{_quoted(pattern)}',"
+                        f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}],"
                         " hive_partitioning = true, hive_types_autocast = false)"
                     )
                 else:
@@ -396,21 +424,47 @@ class _Selection:
 
 
 _REPAIR = (
-    "a file of the store is damaged or truncated: delete it and run sync again, which reads its"
-    " day again (python -m toolkit sync --store PATH)"
+    "a file of the store is damaged, truncated or not the store's: move it out of the store"
+    " (keep it: a day older than the plan's retention cannot be read again) and run sync again,"
+    " which re-reads its day while the retention covers it (python -m toolkit sync --store PATH)"
 )
 
 
 def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
     """One partition file, or `StoreError` naming it and how to repair it."""
     try:
-        return pq.read_table(path, columns=columns)
+        table = pq.read_table(path, columns=columns)
     except (pa.ArrowInvalid, OSError) as error:
-        day = path.parent.name.split("=", 1)[-1]
-        raise StoreError(
-            f"{path} is damaged or truncated ({error}): delete it and run sync again"
-            f" (python -m toolkit sync --store {path.parent.parent.parent}) to re-read {day}"
-        ) from None
+        raise damaged(path, str(error)) from None
+    wanted = layout.arrow_schema(path.parent.parent.name, columns).names
+    missing = sorted(set(wanted) - set(table.column_names))
+    if missing:
+        raise damaged(path, f"not a file of this store: no {', '.join(missing[:3])}")
+    return table
+
+
+def check_file(path: Path) -> int:
+    """The rows of a partition file, from its footer; `StoreError` if it is damaged or not a
+    file of the store (its table's columns missing)."""
+    try:
+        metadata = pq.read_metadata(path)
+    except (pa.ArrowInvalid, OSError) as error:
+        raise damaged(path, str(error)) from None
+    missing = sorted(set(layout.arrow_schema(path.parent.parent.name).names) - set(metadata.schema.to_arrow_schema().names))  # fmt: skip
+    if missing:
+        raise damaged(path, f"not a file of this store: no {', '.join(missing[:3])}")
+    return metadata.num_rows
+
+
+def damaged(path: Path, why: str) -> StoreError:
+    """The error of a damaged partition file: named, with how to repair it without losing a
+    day that cannot be read again."""
+    day = path.parent.name.split("=", 1)[-1]
+    return StoreError(
+        f"{path} is damaged or truncated ({why[:200]}): move it out of the store (keep a copy if"
+        f" {day} is older than the plan's retention: it cannot be read again) and run sync again"
+        f" (python -m toolkit sync --store {path.parent.parent.parent}) to re-read {day}"
+    )
 
 
 def _frame(table: pa.Table, name: str) -> pd.DataFrame:
@@ -451,8 +505,8 @@ def _duckdb(selected: pa.Table | None = None, **config: str):
             con.register("selected", selected.select(["notification_id"]))
         try:
             yield con
-        except duckdb.IOException as error:
-            raise StoreError(f"{error}: {_REPAIR}") from None
+        except (duckdb.IOException, duckdb.InvalidInputException) as error:
+            raise StoreError(f"{str(error)[:300]}: {_REPAIR}") from None
 
 
 def _reduced_details() -> str:
@@ -472,9 +526,16 @@ def _reduced_details() -> str:
 
 def _query(con, sql: str, files: list[str], schema: pa.Schema) -> pa.Table:
     """``sql`` over ``files`` (its ``$1``), as an Arrow table of ``schema`` (empty without files)."""
+    import duckdb
+
     if not files:
         return schema.empty_table()
-    return con.sql(sql, params=[files]).to_arrow_table()
+    try:
+        return con.sql(sql, params=[files]).to_arrow_table()
+    except duckdb.Error:
+        for file in files:  # a damaged file is the cause: named
+            check_file(Path(file))
+        raise
 
 
 def _quoted(text: str) -> str:

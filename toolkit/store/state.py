@@ -57,11 +57,38 @@ class State:
             return None
         try:
             data = json.loads(path.read_text())
-            return cls(**data)
+            if not isinstance(data, dict):
+                raise TypeError(f"it holds {type(data).__name__}, not an object")
+            state = cls(**data)
         except (ValueError, TypeError) as error:
             raise StoreError(
-                f"{path} is damaged ({error}); it is not a store this toolkit can read"
+                f"{path} is damaged ({error}); restore it from a copy, or sync into a new store"
+                " (keep this folder: its Parquet files hold days the plan's retention may no"
+                " longer hold)"
             ) from None
+        state._check(path)
+        return state
+
+    def _check(self, path: Path) -> None:
+        """Raise `StoreError` naming the first field of the wrong type, and how to repair it."""
+        texts = lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)  # noqa: E731
+        checks = {
+            "base_url": (lambda v: isinstance(v, str), "text"),
+            "environment": (lambda v: v is None or isinstance(v, str), "text or null"),
+            "filters": (lambda v: isinstance(v, dict), "an object ({} for none)"),
+            "environment_ids": (texts, "a list of ids"),
+            "format": (lambda v: v == FORMAT, f"{FORMAT}"),
+        }
+        for name in ("after", "watermark", "synced_at"):
+            checks[name] = (lambda v: v is None or _is_time(v), "an ISO time or null")
+        for name, (valid, expected) in checks.items():
+            value = getattr(self, name)
+            if not valid(value):
+                raise StoreError(
+                    f"{path}: `{name}` is {json.dumps(value)[:60]}, not {expected}; edit it"
+                    " (`after` and `watermark` set to null make the next sync read its whole"
+                    " window again, keeping the files held)"
+                )
 
     def save(self, root: Path) -> None:
         """Write ``state.json`` atomically."""
@@ -76,6 +103,14 @@ class State:
     def source(self) -> str:
         environment = f" ({self.environment})" if self.environment else ""
         return f"{self.base_url}{environment}"
+
+
+def _is_time(value: Any) -> bool:
+    try:
+        parse_time(value)
+    except (ParameterError, TypeError, ValueError):
+        return False
+    return isinstance(value, str)
 
 
 @dataclass
@@ -106,13 +141,22 @@ class Checkpoint:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a flushed temporary file and a rename."""
+    """Write ``data`` as JSON to ``path`` atomically (`write_text`)."""
+    write_text(path, json.dumps(data, indent=1, sort_keys=True))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file flushed to disk, then
+    renamed: a full disk or a kill leaves the previous file whole."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w") as sink:
-        json.dump(data, sink, indent=1, sort_keys=True)
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as sink:
+            sink.write(text)
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 @contextmanager
