@@ -387,9 +387,9 @@ class Store:
             "base_url": self._state.base_url,
             "environment": self._state.environment,
             "filters": {**self._state.filters, **filters},
-            "after": pd.Timestamp(start),
-            "before": pd.Timestamp(end),
-            "fetched_at": _stamp(self._state.synced_at),
+            "after": to_iso(start),
+            "before": to_iso(end),
+            "fetched_at": self._state.synced_at,
             "toolkit_version": __version__,
         }
 
