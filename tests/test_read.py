@@ -271,3 +271,12 @@ def test_frames_save_to_parquet_feather_and_csv_keeping_their_provenance(client,
     subscribers = read_subscribers(client, limit=5)
     subscribers.to_parquet(tmp_path / "subscribers.parquet")
     assert pd.read_parquet(tmp_path / "subscribers.parquet").attrs == subscribers.attrs
+
+
+def test_jobs_carry_their_notifications_workflow(client):
+    notifications, jobs, _ = read_activity(client, after="1d", progress=False)
+    merged = jobs.merge(notifications[["notification_id", "workflow_identifier"]], on="notification_id")  # fmt: skip
+    assert jobs["workflow"].notna().all()
+    assert merged["workflow"].equals(merged["workflow_identifier"])
+    failed = jobs[jobs["final_status"] == "failed"].groupby("workflow").size()  # no merge
+    assert failed.sum() == (jobs["final_status"] == "failed").sum() > 0

@@ -217,7 +217,9 @@ def read_activity(
         jobs: ``job_id``, ``notification_id``, ``type``, ``status``, ``final_status``,
         ``step_id``, ``step_name``, ``provider_id``, ``digest_type``, ``updated_at``,
         ``first_execution_at``, ``last_execution_at``, ``duration_s``, ``execution_count``,
-        ``failed_count``, ``retry_count``, ``error_text``, ``error_code``, ``subscriber_id``.
+        ``failed_count``, ``retry_count``, ``error_text``, ``error_code``, ``subscriber_id``,
+        ``workflow`` (the notification's ``workflow_identifier``: failures by workflow need no
+        merge).
 
         execution_details: ``execution_detail_id``, ``job_id``, ``notification_id``,
         ``created_at``, ``status``, ``source``, ``detail``, ``provider_id``, ``is_retry``,
