@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -45,7 +46,5 @@ def test_make_lab_serves_the_notebooks(tmp_path):
 
 def lab_wait(process: subprocess.Popen) -> None:
     """Wait a little for the server to say more (or to exit)."""
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=0.2)
-    except subprocess.TimeoutExpired:
-        pass
