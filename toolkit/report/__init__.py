@@ -10,8 +10,8 @@ The report is a function of an Activity (+ the previous period's Activity), the 
 ``generated_at``: `build_report` and `write_report` take them from anywhere (`read_activity`, a
 store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client,
 `report_window` from any ``read(after, before)`` (a store's ``read``, say).
-plotly.js is inlined once, so the file opens offline; figures have stable element ids, and the
-same inputs give the same bytes. No payload, credential or API key is rendered.
+plotly.js is inlined once, compressed (`toolkit.report.bundle`), so the file opens offline and
+stays under 2 MB; figures have stable element ids, and the same inputs give the same bytes. No payload, credential or API key is rendered.
 
 >>> result = delivery_report(client, since="7d", out="delivery-report.html")
 >>> print(result.path, result.headline["failure_rate"], len(result.findings))
@@ -30,13 +30,13 @@ from typing import Any
 
 import jinja2
 import pandas as pd
-import plotly.offline
 
 from toolkit import charts, metrics
 from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
+from toolkit.report import bundle
 from toolkit.report.findings import findings as findings_section
 from toolkit.report.summary import cards, headline, headline_lines, provider_table
 from toolkit.timeutil import resolve_window, to_iso
@@ -98,7 +98,6 @@ _LABELS = {
     "filters": "Filters",
     "previous": "Previous period",
 }
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 _RETENTION = (
     "The service keeps activity for its plan's retention (24 hours on a free plan, 7 days on pro, "
     "90 days on team and business): an older window cannot be read, nor compared with."
@@ -412,7 +411,8 @@ def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_a
         title=TITLE,
         subtitle=" · ".join(subtitle),
         version=__version__,
-        plotlyjs=_plotlyjs(),
+        plotlyjs=bundle.packed_plotlyjs(),
+        loader=bundle.LOADER,
         findings=contents["findings"],
         cards=cards(contents["headline"], contents["previous"]),
         providers=contents["providers"],
@@ -475,7 +475,7 @@ def _preload() -> None:
 
     plotly.graph_objects.Figure()
     _template()
-    _plotlyjs()
+    bundle.packed_plotlyjs()
 
 
 @cache
@@ -489,19 +489,8 @@ def _template() -> jinja2.Template:
     return env.get_template("template.html.j2")
 
 
-@cache
-def _plotlyjs() -> str:
-    return plotly.offline.get_plotlyjs()
-
-
 def _figure_html(fig, div_id: str) -> str:
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        default_height="420px",
-        config=_PLOT_CONFIG,
-    )
+    return bundle.figure_html(fig, div_id)
 
 
 def _figures(activity, jobs: pd.DataFrame, counts: pd.DataFrame, top: int) -> dict[str, Any]:
