@@ -38,14 +38,14 @@ CONFIG = {"displaylogo": False, "responsive": True}
 #: (``<script type="text/plain" data-plot="ID">``) into its ``<div id="ID">``.
 LOADER = """
 (async () => {
-  const alphabet = "%s", value = new Uint8Array(128);
+  const alphabet = "ALPHABET", value = new Uint8Array(128);
   for (let i = 0; i < 85; i++) value[alphabet.charCodeAt(i)] = i;
   const bytes = (text) => {
-    const n = text.length, out = new Uint8Array(Math.floor(n / 5) * 4 + Math.max(0, (n %% 5) - 1));
+    const n = text.length, out = new Uint8Array(Math.floor(n / 5) * 4 + Math.max(0, (n % 5) - 1));
     for (let i = 0, o = 0; i < n; i += 5) {
       let v = 0;
       for (let j = i; j < i + 5; j++) v = v * 85 + (j < n ? value[text.charCodeAt(j)] : 84);
-      for (let k = 3; k >= 0; k--, v = Math.floor(v / 256)) if (o + k < out.length) out[o + k] = v %% 256;
+      for (let k = 3; k >= 0; k--, v = Math.floor(v / 256)) if (o + k < out.length) out[o + k] = v % 256;
       o += 4;
     }
     return out;
@@ -57,10 +57,10 @@ LOADER = """
   document.head.appendChild(script);
   for (const node of document.querySelectorAll("script[data-plot]")) {
     const figure = JSON.parse(await inflate(node.textContent));
-    await Plotly.newPlot(node.dataset.plot, figure.data, figure.layout, %s);
+    await Plotly.newPlot(node.dataset.plot, figure.data, figure.layout, CONFIG);
   }
 })();
-""" % (ALPHABET, plotly.io.json.to_json_plotly(CONFIG))
+""".replace("ALPHABET", ALPHABET).replace("CONFIG", plotly.io.json.to_json_plotly(CONFIG))
 
 
 def pack(text: str) -> str:
