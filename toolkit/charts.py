@@ -76,7 +76,8 @@ MISSING = "(none)"
 
 _TEMPLATE = "plotly_white"
 #: The log time axis's ticks: a second, ten, a minute, ten minutes, an hour, a day.
-_TIME_TICKS = [0.1, 1, 10, 60, 600, 3600, 86400]
+_TIME_TICKS = {0.1: "0.1 s", 1: "1 s", 10: "10 s", 60: "1 min", 600: "10 min", 3600: "1 h",
+               86400: "1 day"}  # fmt: skip
 _OUTCOME_COLORS = {"finished": STATUS_COLORS["Success"], "failed": STATUS_COLORS["Failed"]}
 
 
