@@ -374,10 +374,8 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
     table = table.set_index("channel").reindex(_ordered(table["channel"], CHANNELS))
     fig = _figure(title, "channel", "time (log scale)", barmode="group", yaxis_type="log")
     top = table[["p50", "p95"]].max().max()
-    ticks = [t for t in _TIME_TICKS if t <= 10 * top] if top > 0 else _TIME_TICKS
-    fig.update_yaxes(
-        tickvals=ticks, ticktext=[format_seconds(t) for t in ticks], minor_showgrid=False
-    )
+    ticks = [t for t in _TIME_TICKS if t <= 10 * top] if top > 0 else list(_TIME_TICKS)
+    fig.update_yaxes(tickvals=ticks, ticktext=[_TIME_TICKS[t] for t in ticks], minor_showgrid=False)
     for column, color in (("p50", STATUS_COLORS["Success"]), ("p95", STATUS_COLORS["Warning"])):
         values = table[column].round(3).tolist()
         fig.add_bar(
