@@ -151,7 +151,7 @@ def test_failure_reasons_count_failed_jobs():
     fig = charts.failure_reasons(sample_activity())
     assert [t.name for t in fig.data] == ["Failed"]
     assert list(fig.data[0].x) == [1]  # one failed job (two Failed details)
-    assert fig.data[0].y[0] == "1. twilio · 503 · Timeout"
+    assert fig.data[0].y[0] == "1. Twilio · 503 · Timeout"
     assert fig.data[0].marker.color == charts.STATUS_COLORS["Failed"]
 
 

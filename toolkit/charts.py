@@ -208,7 +208,11 @@ def failure_reasons(jobs, top: int = 10) -> go.Figure:
     if table.empty:
         return _empty(title)
     labels = [
-        _shorten(f"{rank}. " + " · ".join(_labels(pd.Series(row[1:4]))), 80)
+        _shorten(
+            f"{rank}. "
+            + " · ".join([provider_name(row.provider_id), *_labels(pd.Series(row[2:4]))]),
+            80,
+        )
         for rank, row in enumerate(table.itertuples(index=False), start=1)
     ]
     fig = _figure(title, "failed delivery jobs", None)

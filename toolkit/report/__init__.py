@@ -31,7 +31,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from toolkit import charts, metrics
+from toolkit import charts, metrics, words
 from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
@@ -262,7 +262,7 @@ def _client_read(client, progress: bool, filters: Mapping[str, Any]):
         shown = progress and os.getpid() == here  # a forked reader's bar would share its line
         return read_activity(client, after=after, before=before, progress=shown, **filters)
 
-    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    source = {"base_url": client.source, "environment": client.environment or "unknown"}
     return read, source, filters
 
 
@@ -387,9 +387,13 @@ def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
             for element_id, figure in _figures(activity, jobs, counts, top).items()
         ],
         "failures": [
-            {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
+            {
+                **row,
+                "first_seen": words.moment(row["first_seen"]),
+                "last_seen": words.moment(row["last_seen"]),
+            }
             for row in failures.to_dict("records")
-        ],
+        ],  # fmt: skip
         "in_flight_notifications": int(
             jobs.loc[
                 metrics.has_outcome(jobs, "in_flight"),
@@ -404,9 +408,11 @@ def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_a
     if secret:
         raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
     subtitle = [str(provenance.get("environment") or "unknown environment")]
-    if provenance.get("after") or provenance.get("before"):
-        subtitle.append(f"{_text(provenance.get('after'))} to {_text(provenance.get('before'))}")
-    subtitle.append(f"generated {to_iso(generated_at)}")
+    if provenance.get("base_url"):
+        subtitle.append(str(provenance["base_url"]))
+    if provenance.get("after") and provenance.get("before"):
+        subtitle.append(words.window(provenance["after"], provenance["before"]))
+    subtitle.append(f"generated {words.moment(generated_at)}")
     return _template().render(
         title=TITLE,
         subtitle=" · ".join(subtitle),
@@ -486,6 +492,7 @@ def _template() -> jinja2.Template:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.filters.update(provider=words.provider_name, channel=words.channel_name)
     return env.get_template("template.html.j2")
 
 

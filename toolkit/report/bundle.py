@@ -35,7 +35,8 @@ ALPHABET = (
 CONFIG = {"displaylogo": False, "responsive": True}
 
 #: Inflates plotly.js (``<script id="plotlyjs">``), runs it, then draws each packed figure
-#: (``<script type="text/plain" data-plot="ID">``) into its ``<div id="ID">``.
+#: (``<script type="text/plain" data-plot="ID">``) into its ``<div id="ID">``; before printing,
+#: the figures are drawn again to the page's width.
 LOADER = """
 (async () => {
   const alphabet = "ALPHABET", value = new Uint8Array(128);
@@ -59,6 +60,9 @@ LOADER = """
     const figure = JSON.parse(await inflate(node.textContent));
     await Plotly.newPlot(node.dataset.plot, figure.data, figure.layout, CONFIG);
   }
+  const resize = () => document.querySelectorAll(".plotly-graph-div").forEach((div) => Plotly.Plots.resize(div));
+  window.addEventListener("beforeprint", resize);  // drawn to the printed page's width
+  window.addEventListener("afterprint", resize);
 })();
 """.replace("ALPHABET", ALPHABET).replace("CONFIG", plotly.io.json.to_json_plotly(CONFIG))
 

@@ -271,7 +271,8 @@ class Store:
                 )  # fmt: skip
             return self.report_period(after, before, **filters)
 
-        source = {"base_url": self._state.base_url, "environment": self._state.environment,
+        source = {"base_url": self._state.service or self._state.base_url,
+                  "environment": self._state.environment,
                   "store": str(self.path)}  # fmt: skip
         if watermark is None:
             raise ParameterError("store", str(self.path), "a store with data: run sync first")
