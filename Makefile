@@ -1,10 +1,11 @@
-# Two commands do all set-up on a fresh machine: `make report` and `make test`.
+# Two commands do all set-up on a fresh machine: `make report` and `make test`; `make lab` opens
+# the notebooks.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install report sandbox test notebooks lint bench clean
+.PHONY: install report sandbox lab test notebooks lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +23,10 @@ report: $(STAMP)
 ## Serve the sandbox on http://127.0.0.1:8642 and print its API keys.
 sandbox: $(STAMP)
 	$(BIN)/python -m toolkit sandbox
+
+## Open the tutorial notebooks in JupyterLab (LAB_ARGS: more options, e.g. --no-browser --port 8889).
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 ## Every test, notebooks included.
 test: $(STAMP)

@@ -69,9 +69,10 @@ def _series(fig):
     return {t.name: list(t.y) for t in fig.data}
 
 
-def test_status_by_channel_counts_every_detail_in_status_order():
+def test_status_by_channel_counts_every_delivery_detail_in_status_order():
     details = details_frame()
     fig = charts.status_by_channel(details)
+    details = details[details["channel"].astype(str) != "digest"]  # a step, not a channel
     assert [t.name for t in fig.data] == [
         "Success",
         "Failed",
@@ -80,8 +81,8 @@ def test_status_by_channel_counts_every_detail_in_status_order():
         "Mystery",
     ]
     assert _totals(fig) == details["status"].value_counts().loc[lambda c: c > 0].to_dict()
-    assert sum(_totals(fig).values()) == len(details) == 11
-    assert list(fig.data[0].x) == ["in_app", "email", "sms", "chat", "push", "digest"]
+    assert sum(_totals(fig).values()) == len(details) == 10
+    assert list(fig.data[0].x) == ["in_app", "email", "sms", "chat", "push"]
     assert [t.marker.color for t in fig.data] == [
         charts.STATUS_COLORS[s] for s in ("Success", "Failed", "Pending", "ReadConfirmation")
     ] + [charts.OTHER_COLOR]  # the unknown status is kept, in its own colour
@@ -90,15 +91,16 @@ def test_status_by_channel_counts_every_detail_in_status_order():
 
 def test_status_by_provider_orders_providers_by_size_and_keeps_missing():
     fig = charts.status_by_provider(details_frame())
-    assert list(fig.data[0].x) == ["sendgrid", "twilio", "(none)", "svc", "fcm"]
-    assert sum(_totals(fig).values()) == 11
+    # providers as people write them; the digest step's detail is not a channel's
+    assert list(fig.data[0].x) == ["SendGrid", "Twilio", "In-app (built-in)", "(none)", "FCM"]
+    assert sum(_totals(fig).values()) == 10
 
 
 def test_status_timeline_buckets_and_fills_gaps():
     fig = charts.status_timeline(details_frame(), freq="30min")
     assert len(fig.data[0].x) == 3  # 10:00, 10:30 (no data), 11:00
     assert _series(fig)["Failed"] == [0, 0, 2]
-    assert sum(_totals(fig).values()) == 11
+    assert sum(_totals(fig).values()) == 10  # the digest step's detail is left out
     with pytest.raises(ParameterError):
         charts.status_timeline(details_frame(), freq="soon")
 
@@ -106,7 +108,7 @@ def test_status_timeline_buckets_and_fills_gaps():
 def test_failure_rate_by_provider_from_the_activity_or_its_delivery_jobs():
     activity = sample_activity()
     # the digest step is left out; the pending chat job (no provider) is in flight: no rate
-    expected = {"fcm": [0.0], "sendgrid": [0.0], "svc": [0.0], "twilio": [1.0]}
+    expected = {"FCM": [0.0], "SendGrid": [0.0], "In-app (built-in)": [0.0], "Twilio": [1.0]}
     assert _series(charts.failure_rate_by_provider(activity, min_jobs=1)) == expected
     jobs = metrics.delivery_jobs(activity)
     assert _series(charts.failure_rate_by_provider(jobs, min_jobs=1)) == expected
@@ -114,7 +116,7 @@ def test_failure_rate_by_provider_from_the_activity_or_its_delivery_jobs():
 
 def test_failure_rate_by_provider_leaves_thin_buckets_as_gaps():
     fig = charts.failure_rate_by_provider(sample_activity(), min_jobs=2)
-    twilio = next(trace for trace in fig.data if trace.name == "twilio")
+    twilio = next(trace for trace in fig.data if trace.name == "Twilio")
     assert list(twilio.y) == [None]  # one failed job of one: not a 100 % spike
     assert [list(point) for point in twilio.customdata] == [[1, 1]]  # the counts stay in the hover
 
@@ -149,7 +151,7 @@ def test_failure_reasons_count_failed_jobs():
     fig = charts.failure_reasons(sample_activity())
     assert [t.name for t in fig.data] == ["Failed"]
     assert list(fig.data[0].x) == [1]  # one failed job (two Failed details)
-    assert fig.data[0].y[0] == "1. twilio · 503 · Timeout"
+    assert fig.data[0].y[0] == "1. Twilio · 503 · Timeout"
     assert fig.data[0].marker.color == charts.STATUS_COLORS["Failed"]
 
 
@@ -164,10 +166,12 @@ def test_incident_window_shows_the_jobs_of_its_provider_around_it():
                 "domain": None, "started_at": T0 + pd.Timedelta(seconds=3600),
                 "ended_at": T0 + pd.Timedelta(seconds=3660)}  # fmt: skip
     fig = charts.incident_window(sample_activity(), incident)
-    assert fig.layout.title.text == "provider_outage: sms · twilio"
-    # 1 min incident, 30 min either side: 61 min in 5-min buckets, 10:30 to 11:30
+    assert fig.layout.title.text == "Provider outage: SMS · Twilio"
+    # 1 min incident, 30 min either side in 5-min buckets from 10:30, to the window's end (the
+    # last job, 11:00) rather than past it; a legend says which bars are which
     finished, failed = fig.data
-    assert len(failed.x) == 13 and failed.x[0] == T0 + pd.Timedelta("30min")
+    assert len(failed.x) == 7 and failed.x[0] == T0 + pd.Timedelta("30min")
+    assert fig.layout.showlegend and (finished.name, failed.name) == ("finished", "failed")
     assert dict(zip(failed.x, failed.y, strict=True))[T0 + pd.Timedelta("1h")] == 1
     assert sum(failed.y) == 1 and sum(finished.y) == 0  # only twilio's sms job
     (shade,) = fig.layout.shapes
@@ -228,7 +232,7 @@ def test_summarize_lists_traces_and_totals():
     text = charts.summarize(charts.status_by_channel(details_frame()))
     assert text.splitlines() == [
         "Execution details by channel and status",
-        "  Success: 5",
+        "  Success: 4",
         "  Failed: 2",
         "  Pending: 2",
         "  ReadConfirmation: 1",
@@ -238,7 +242,7 @@ def test_summarize_lists_traces_and_totals():
     assert funnel.endswith("notifications: triggered 5, sent 3, delivered or read 2")
     timing = charts.summarize(charts.time_to_deliver(sample_activity()))
     assert "  p50: in_app 3605, email 2, push 3603" in timing.splitlines()
-    assert "twilio: 1 points, max=1" in charts.summarize(
+    assert "Twilio: 1 points, max=1" in charts.summarize(
         charts.failure_rate_by_provider(sample_activity(), min_jobs=1)
     )
 
@@ -249,3 +253,14 @@ def test_figures_skip_revalidating_the_template_without_changing_it():
     fast = charts._figure("Title", "x", "y", barmode="stack")
     checked = go.Figure(layout=charts._layout("Title", "x", "y", barmode="stack"))
     assert json.loads(fast.to_json()) == json.loads(checked.to_json())  # the same, keys aside
+
+
+def test_charts_read_right_at_a_glance():
+    activity = sample_activity()
+    rates = charts.failure_rate_by_provider(activity)
+    assert rates.layout.yaxis.title.text == "failure rate"  # once "failed jobs" over percents
+    timing = charts.time_to_deliver(activity)
+    assert timing.layout.yaxis.type == "log"
+    assert "1 s" in timing.layout.yaxis.ticktext and "1 min" in timing.layout.yaxis.ticktext
+    funnel = charts.delivery_funnel(activity).data[0]
+    assert funnel.texttemplate == "%{value:,}<br>%{percentInitial:.0%}"  # one number format

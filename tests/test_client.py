@@ -49,13 +49,23 @@ def pinned(sandbox):
 # -- connecting --------------------------------------------------------------------------------
 
 
-def test_connect_reads_the_environment_variables(sandbox, monkeypatch):
-    monkeypatch.setenv("SVC_BASE_URL", sandbox.url + "/")
+@pytest.mark.parametrize("suffix", ["/", "/v1/", "/v1", "/v2"])
+def test_connect_reads_the_environment_variables(sandbox, monkeypatch, suffix):
+    # once, SVC_BASE_URL ending in /v1/ gave "Cannot GET /v1/v1/notifications"
+    monkeypatch.setenv("SVC_BASE_URL", sandbox.url + suffix)
     monkeypatch.setenv("SVC_API_KEY", sandbox.api_key)
     client = connect(progress=False)
-    assert client.base_url == sandbox.url and client.environment is None
-    assert client.list_activity(limit=1)
-    assert repr(client) == f"<Client {sandbox.url}>"
+    assert client.base_url == sandbox.url and client.source == sandbox.url
+    (record,) = client.list_activity(limit=1)
+    # the environment the service tells: once, None (a report headed "unknown")
+    assert client.environment == record["_environmentId"]
+    assert repr(client) == f"<Client {sandbox.url} ({record['_environmentId']})>"
+
+
+def test_a_repr_says_what_is_wrong_instead_of_raising(sandbox):
+    client = Client(sandbox.url, "wrong-key-0123456789abcdef", progress=False, max_retries=0)
+    assert repr(client) == f"<Client {sandbox.url} (environment unknown: AuthenticationError)>"
+    assert "wrong-key" not in repr(client)
 
 
 def test_arguments_win_over_the_environment(sandbox, monkeypatch):

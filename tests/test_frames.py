@@ -557,7 +557,7 @@ EXPECTED_JOB = {
     "provider_id": "job-provider", "digest_type": "timed", "updated_at": _t("03.000"),
     "first_execution_at": _t("04.000"), "last_execution_at": _t("06.500"), "duration_s": 2.5,
     "execution_count": 2, "failed_count": 1, "retry_count": 1, "error_text": "d2-text",
-    "error_code": "E42", "subscriber_id": "sub-external",
+    "error_code": "E42", "subscriber_id": "sub-external", "workflow": "wf-identifier",
 }  # fmt: skip
 
 EXPECTED_DETAILS = [

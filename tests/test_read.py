@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import UTC, timedelta
 
 import pandas as pd
 import pytest
@@ -45,7 +46,8 @@ def assert_provenance(frame: pd.DataFrame, sandbox, operation: str, filters: dic
     assert attrs["environment"] == "Acme/Development"
     assert attrs["filters"] == filters
     assert attrs["toolkit_version"] == __version__
-    assert isinstance(attrs["fetched_at"], pd.Timestamp) and str(attrs["fetched_at"].tz) == "UTC"
+    assert pd.Timestamp(attrs["fetched_at"]).tz == UTC
+    assert json.loads(json.dumps(attrs)) == attrs  # JSON-ready: kept by to_parquet/to_feather
 
 
 # -- activity ----------------------------------------------------------------------------------
@@ -60,10 +62,10 @@ def test_read_activity_gives_typed_linked_frames_with_provenance(client, sandbox
     ):
         assert_typed(frame, spec)
         assert_provenance(frame, sandbox, "list_activity", {"severity": ["high"]})
-    attrs = activity.attrs
-    assert attrs["before"] - attrs["after"] == timedelta(days=2)
-    assert attrs["before"] <= attrs["fetched_at"]
-    assert notifications["created_at"].between(attrs["after"], attrs["before"]).all()
+    after, before, fetched_at = (pd.Timestamp(activity.attrs[n]) for n in ("after", "before", "fetched_at"))  # fmt: skip
+    assert before - after == timedelta(days=2)
+    assert before <= fetched_at
+    assert notifications["created_at"].between(after, before).all()
     assert (notifications["severity"] == "high").all()
     assert jobs["notification_id"].isin(notifications["notification_id"]).all()
     assert details["job_id"].isin(jobs["job_id"]).all()
@@ -83,8 +85,8 @@ def test_read_activity_holds_the_same_records_as_a_raw_client_read(client):
     assert details["raw"].tolist() == [
         pd.NA if detail["raw"] is None else detail["raw"] for detail in raw_details
     ]
-    assert notifications.attrs["after"] == pd.Timestamp(after)
-    assert notifications.attrs["before"] == pd.Timestamp(before)
+    assert pd.Timestamp(notifications.attrs["after"]) == pd.Timestamp(after)
+    assert pd.Timestamp(notifications.attrs["before"]) == pd.Timestamp(before)
 
 
 def test_read_activity_under_errors_and_throttling_gives_exactly_the_fault_free_frames(
@@ -254,3 +256,27 @@ def test_activity_slices_need_a_start_and_a_positive_step(client):
         next(read_activity_slices(client, after="1d", every="-1h"))
     with pytest.raises(ParameterError, match="every"):
         next(read_activity_slices(client, after="1d", every="often"))
+
+
+def test_frames_save_to_parquet_feather_and_csv_keeping_their_provenance(client, tmp_path):
+    # once, every reader's frame failed to_parquet: its provenance held Timestamps
+    activity = read_activity(client, after="6h", progress=False)
+    for frame in activity:
+        frame.to_parquet(tmp_path / "frame.parquet")
+        assert pd.read_parquet(tmp_path / "frame.parquet").attrs == frame.attrs
+        frame.to_feather(tmp_path / "frame.feather")
+        assert pd.read_feather(tmp_path / "frame.feather").attrs == frame.attrs
+        frame.to_csv(tmp_path / "frame.csv", index=False)
+        assert len(pd.read_csv(tmp_path / "frame.csv")) == len(frame)
+    subscribers = read_subscribers(client, limit=5)
+    subscribers.to_parquet(tmp_path / "subscribers.parquet")
+    assert pd.read_parquet(tmp_path / "subscribers.parquet").attrs == subscribers.attrs
+
+
+def test_jobs_carry_their_notifications_workflow(client):
+    notifications, jobs, _ = read_activity(client, after="1d", progress=False)
+    merged = jobs.merge(notifications[["notification_id", "workflow_identifier"]], on="notification_id")  # fmt: skip
+    assert jobs["workflow"].notna().all()
+    assert merged["workflow"].equals(merged["workflow_identifier"])
+    failed = jobs[jobs["final_status"] == "failed"].groupby("workflow").size()  # no merge
+    assert failed.sum() == (jobs["final_status"] == "failed").sum() > 0

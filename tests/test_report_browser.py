@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -81,3 +82,27 @@ def test_empty_report_renders(browser, tmp_path):
         tmp_path / "empty.html", activity_frames([]), provenance={}, generated_at=GENERATED_AT
     )
     _assert_rendered(browser, out)
+
+
+def test_prints_on_pages_with_every_chart_whole(browser, sandbox, tmp_path):
+    client = connect(sandbox=sandbox, progress=False)
+    out = tmp_path / "delivery-report.html"
+    delivery_report(client, since="7d", out=out, generated_at=GENERATED_AT, progress=False)
+    page, errors, _ = _open(browser, out)
+    try:
+        page.emulate_media(media="print")
+        page.set_viewport_size({"width": 794, "height": 1123})  # A4 at 96 dpi
+        page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+        page.wait_for_function(_ALL_CHARTS_FIT, timeout=30_000)  # drawn again to the page's width
+        pdf = page.pdf(format="A4", print_background=True)
+        assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= 4  # pages, not one long strip
+        assert errors == []
+    finally:
+        page.close()
+
+
+#: Every chart's drawing within its figure (none cut at the page's edge).
+_ALL_CHARTS_FIT = """() => [...document.querySelectorAll("figure")].every((figure) => {
+  const svg = figure.querySelector(".main-svg");
+  return svg && svg.getBoundingClientRect().right <= figure.getBoundingClientRect().right + 1;
+})"""

@@ -67,7 +67,7 @@ def test_store_read_equals_a_direct_read(sandbox, client, synced):
     for filters in ({}, {"channels": ["sms", "push"]}, {"severity": "high"}, {"limit": 7}):
         direct = toolkit.read_activity(client, after=start, before=end, **filters)
         _equal(store.read(after=start, before=end, **filters), direct)
-    assert store.read(after="6h").attrs["after"] == watermark - pd.Timedelta("6h")
+    assert pd.Timestamp(store.read(after="6h").attrs["after"]) == watermark - pd.Timedelta("6h")
     text = repr(store)
     assert "notifications" in text and "MB" in text and "Acme/Development" in text
     assert sandbox.api_key not in text and sandbox.api_key not in (path / "state.json").read_text()
@@ -251,7 +251,7 @@ def test_damaged_file_is_named_and_repaired_by_a_sync(client, synced, tmp_path):
     result = toolkit.sync(client, path, since="3d", lag="0s")
     assert result.days == 2  # the repaired day and the watermark's
     store = toolkit.open_store(path)
-    assert store.window == (expected.attrs["after"], pd.Timestamp(result.before))
+    assert store.window == (pd.Timestamp(expected.attrs["after"]), pd.Timestamp(result.before))
     assert json.loads((path / "state.json").read_text())["after"] == state["after"]
     _equal(store.read(before=expected.attrs["before"]), expected)
 

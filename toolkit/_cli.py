@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import warnings
 from collections.abc import Callable
 
 from toolkit.config import Settings
-from toolkit.errors import RetentionError, ServiceError, ToolkitError
-from toolkit.timeutil import to_iso
+from toolkit.errors import ParameterError, RetentionError, ServiceError, ToolkitError
+from toolkit.timeutil import NaiveTimeWarning, parse_time, to_iso
 
 #: How a command finds its service (the end of every such command's description).
 SERVICE = """The service is the one given by --base-url/--api-key, else by SVC_BASE_URL/SVC_API_KEY, else a
@@ -26,11 +27,35 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
     )
 
 
-def add_window(parser: argparse.ArgumentParser, until: bool = True) -> None:
-    """``--since`` (default 7d) and, if ``until``, ``--until``."""
-    parser.add_argument("--since", default="7d", help="start: a duration before now (7d, 24h) or an ISO time (default 7d)")  # fmt: skip
+def add_window(
+    parser: argparse.ArgumentParser,
+    until: bool = True,
+    since: str | None = "7d",
+    default: str = "7d",
+) -> None:
+    """``--since`` (default ``since``, described as ``default``) and, if ``until``,
+    ``--until``."""
+    parser.add_argument("--since", default=since, type=_time("--since"), help=f"start: a duration before now (7d, 24h) or an ISO time (default {default})")  # fmt: skip
     if until:
-        parser.add_argument("--until", help="end: a duration before now or an ISO time (default now)")  # fmt: skip
+        parser.add_argument("--until", type=_time("--until"), help="end: a duration before now or an ISO time (default now)")  # fmt: skip
+
+
+def _time(flag: str) -> Callable[[str], str]:
+    """An argparse ``type`` checking a window's bound as the toolkit reads it, so that a bad
+    one is named by its flag before anything starts; a time without an offset is noted once."""
+
+    def check(value: str) -> str:
+        with warnings.catch_warnings(record=True) as noted:
+            warnings.simplefilter("always", NaiveTimeWarning)
+            try:
+                parse_time(value, name=flag)
+            except ToolkitError as error:
+                raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag}=")) from None
+        for note in noted:
+            print(f"note: {note.message}", file=sys.stderr)
+        return value
+
+    return check
 
 
 def add_store(parser: argparse.ArgumentParser, doing: str) -> None:
@@ -65,6 +90,11 @@ def start_sandbox(argv: list[str]) -> None:
         args = _early(argv)
         if args.help or args.store or Settings.resolve(args.base_url, args.api_key).configured:
             return
+        for value in (args.since, args.until):  # a bad one: the command says so, nothing starts
+            if value is not None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", NaiveTimeWarning)
+                    parse_time(value)
     except (SystemExit, ToolkitError):
         return
     if not all(importlib.util.find_spec(name) for name in ("fastapi", "uvicorn", "pydantic")):
@@ -88,7 +118,7 @@ def reads_store(argv: list[str]) -> bool:
 def _early(argv: list[str]) -> argparse.Namespace:
     """The options that decide what a command reads, parsed before the command is imported."""
     early = argparse.ArgumentParser(add_help=False)
-    for option in ("--base-url", "--api-key", "--store"):
+    for option in ("--base-url", "--api-key", "--store", "--since", "--until"):
         early.add_argument(option)
     early.add_argument("-h", "--help", action="store_true")
     return early.parse_known_args(argv)[0]
@@ -114,22 +144,35 @@ def configured(args: argparse.Namespace) -> bool:
     return Settings.resolve(args.base_url, args.api_key).configured
 
 
+#: The flags of the window's bounds, by the names the functions behind the commands give them.
+_WINDOW_FLAGS = {"after": "--since", "since": "--since", "before": "--until", "until": "--until"}
+
+
 def run(action: Callable[[], int]) -> int:
     """``action()``, with the toolkit's errors printed as one line: 1 when the service failed,
-    2 for bad arguments or settings (a window beyond retention names ``--since``)."""
+    2 for bad arguments or settings (a window's bound named by its flag, ``--since``)."""
     try:
         return action()
     except RetentionError as error:
         earliest = f" of {to_iso(error.earliest)} or later" if error.earliest else ""
+        where, why = (
+            ("the plan's retention", f"{error.method} {error.path} answered {error.status}")
+            if error.status is not None
+            else ("the store's window", error.message)  # a store: no service was asked
+        )
         print(
-            f"error: the window starts before the plan's retention: use a --since{earliest} "
-            f"({error.method} {error.path} answered {error.status})",
+            f"error: the window starts before {where}: use a --since{earliest} ({why})",
             file=sys.stderr,
         )
         return 2
     except ServiceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except ParameterError as error:
+        flag = _WINDOW_FLAGS.get(error.name)
+        text = str(error) if flag is None else f"{flag} {str(error).split('=', 1)[1]}"
+        print(f"error: {text}", file=sys.stderr)
+        return 2
     except (ToolkitError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -25,7 +25,8 @@ import plotly.io as pio
 
 from toolkit import metrics
 from toolkit.errors import ParameterError
-from toolkit.schemas import CHANNELS, DETAIL_STATUSES, STEP_TYPES
+from toolkit.schemas import CHANNELS, DETAIL_STATUSES
+from toolkit.words import channel_name, kind_name, provider_name
 
 __all__ = [
     "FUNNEL_STAGES",
@@ -74,6 +75,9 @@ FUNNEL_STAGES = {
 MISSING = "(none)"
 
 _TEMPLATE = "plotly_white"
+#: The log time axis's ticks: a second, ten, a minute, ten minutes, an hour, a day.
+_TIME_TICKS = {0.1: "0.1 s", 1: "1 s", 10: "10 s", 60: "1 min", 600: "10 min", 3600: "1 h",
+               86400: "1 day"}  # fmt: skip
 _OUTCOME_COLORS = {"finished": STATUS_COLORS["Success"], "failed": STATUS_COLORS["Failed"]}
 
 
@@ -91,7 +95,8 @@ def format_seconds(value: float) -> str:
 
 
 def status_by_channel(details: pd.DataFrame) -> go.Figure:
-    """Execution details counted by channel (the job type), stacked by status.
+    """Execution details counted by channel (the job type), stacked by status. The status
+    charts count the delivery channels' details only: digest and delay steps are not channels.
 
     Parameters
     ----------
@@ -103,7 +108,7 @@ def status_by_channel(details: pd.DataFrame) -> go.Figure:
     if counts.empty:
         return _empty(title)
     channel = _labels(counts["channel"])
-    return _stacked(counts, channel, _ordered(channel, STEP_TYPES), title, "channel")
+    return _stacked(counts, channel, _ordered(channel, CHANNELS), title, "channel")
 
 
 def status_by_provider(details: pd.DataFrame) -> go.Figure:
@@ -118,7 +123,7 @@ def status_by_provider(details: pd.DataFrame) -> go.Figure:
     title = "Execution details by provider and status"
     if counts.empty:
         return _empty(title)
-    provider = _labels(counts["provider_id"])
+    provider = counts["provider_id"].map(provider_name, na_action=None).astype("string")
     return _stacked(counts, provider, _by_size(provider, counts["count"]), title, "provider")
 
 
@@ -172,10 +177,10 @@ def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Fi
     rates = rates[rates["jobs"] > 0]
     if rates.empty:
         return _empty(title)
-    fig = _figure(title, "time", "failed jobs", yaxis_tickformat=".0%")
+    fig = _figure(title, "time", "failure rate", yaxis_tickformat=".0%")
     for provider, part in rates.groupby("provider", sort=True):
         fig.add_scatter(
-            name=provider,
+            name=provider_name(None if provider == MISSING else provider),
             x=list(part["bucket"]),
             y=[
                 round(rate, 4) if size >= min_jobs else None
@@ -203,7 +208,11 @@ def failure_reasons(jobs, top: int = 10) -> go.Figure:
     if table.empty:
         return _empty(title)
     labels = [
-        _shorten(f"{rank}. " + " · ".join(_labels(pd.Series(row[1:4]))), 80)
+        _shorten(
+            f"{rank}. "
+            + " · ".join([provider_name(row.provider_id), *_labels(pd.Series(row[2:4]))]),
+            80,
+        )
         for rank, row in enumerate(table.itertuples(index=False), start=1)
     ]
     fig = _figure(title, "failed delivery jobs", None)
@@ -270,7 +279,7 @@ def delivery_funnel(activity) -> go.Figure:
         name="notifications",
         y=list(FUNNEL_STAGES),
         x=counts,
-        textinfo="value+percent initial",
+        texttemplate="%{value:,}<br>%{percentInitial:.0%}",
         marker_color=[
             status_color("Queued"),
             status_color("Success"),
@@ -308,12 +317,15 @@ def incident_window(jobs, incident) -> go.Figure:
         if not pd.isna(incident.get(column)):
             keep &= jobs[column].astype("string").eq(incident[column]).fillna(False)
     part = jobs[keep].assign(bucket=at[keep].dt.floor(step))
-    where = " · ".join(str(incident[c]) for c in ("channel", "provider_id", "domain")
-                       if not pd.isna(incident.get(c)))  # fmt: skip
-    fig = _figure(f"{incident['kind']}: {where}", None, "delivery jobs",
-                    barmode="stack", height=260, showlegend=False)  # fmt: skip
-    fig.update_layout(margin={"l": 50, "r": 50, "t": 40, "b": 30}, title_font_size=13)
-    buckets = pd.date_range((start - pad).floor(step), (end + pad).floor(step), freq=step)
+    names = {"channel": channel_name, "provider_id": provider_name, "domain": str}
+    where = " · ".join(names[c](incident[c]) for c in names if not pd.isna(incident.get(c)))
+    fig = _figure(f"{kind_name(incident['kind']).capitalize()}: {where}", None, "delivery jobs",
+                  barmode="stack", height=280, showlegend=True)  # fmt: skip
+    fig.update_layout(margin={"l": 50, "r": 50, "t": 40, "b": 30}, title_font_size=13,
+                      legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
+                              "yanchor": "bottom"})  # fmt: skip
+    last = min(end + pad, at.max()) if len(at.dropna()) else end + pad  # the window's end
+    buckets = pd.date_range((start - pad).floor(step), max(end, last).floor(step), freq=step)
     outcome = part["outcome"].astype("string")
     for name, color in _OUTCOME_COLORS.items():
         counts = part.loc[outcome.eq(name).fillna(False).to_numpy(), "bucket"].value_counts()
@@ -359,12 +371,15 @@ def _trace_total(trace) -> str:
 
 
 def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
-    title = f"{name} per channel: p50 and p95 (seconds, log scale)"
+    title = f"{name} per channel: p50 and p95"
     table = metrics.percentiles(jobs, "channel", measure)
     if table.empty:
         return _empty(title)
     table = table.set_index("channel").reindex(_ordered(table["channel"], CHANNELS))
-    fig = _figure(title, "channel", "seconds", barmode="group", yaxis_type="log")
+    fig = _figure(title, "channel", "time (log scale)", barmode="group", yaxis_type="log")
+    top = table[["p50", "p95"]].max().max()
+    ticks = [t for t in _TIME_TICKS if t <= 10 * top] if top > 0 else list(_TIME_TICKS)
+    fig.update_yaxes(tickvals=ticks, ticktext=[_TIME_TICKS[t] for t in ticks], minor_showgrid=False)
     for column, color in (("p50", STATUS_COLORS["Success"]), ("p95", STATUS_COLORS["Warning"])):
         values = table[column].round(3).tolist()
         fig.add_bar(
@@ -383,17 +398,20 @@ def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
 
 def _counted(frame: Any, freq: str | None = None) -> pd.DataFrame:
     """`metrics.detail_counts` of an execution-details frame (in buckets of ``freq``), or such
-    counts themselves when their buckets divide ``freq``; anything else is refused."""
+    counts themselves when their buckets divide ``freq``, of the delivery channels (not digest
+    or delay steps); anything else is refused."""
     if isinstance(frame, pd.DataFrame) and "execution_detail_id" in frame.columns:
-        return metrics.detail_counts(frame, freq or "1D")
-    if metrics.is_detail_counts(frame):
+        counts = metrics.detail_counts(frame, freq or "1D")
+    elif metrics.is_detail_counts(frame):
         width = frame.attrs["freq"]
         if freq is not None and metrics.bucket_width(freq) % width:
             raise ParameterError("freq", freq, f"a multiple of the counts' bucket width ({width})")
-        return frame
-    raise ParameterError(
-        "details", _kind(frame), "execution details (activity.execution_details) or their metrics.detail_counts"
-    )  # fmt: skip
+        counts = frame
+    else:
+        raise ParameterError(
+            "details", _kind(frame), "execution details (activity.execution_details) or their metrics.detail_counts"
+        )  # fmt: skip
+    return counts[counts["channel"].astype("string").isin(CHANNELS).fillna(False).to_numpy()]
 
 
 def _delivery_jobs(data: Any) -> pd.DataFrame:

@@ -24,8 +24,8 @@ from typing import Any
 
 from toolkit import _checks as arg
 from toolkit._http import Transport
-from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings
-from toolkit.errors import ConfigurationError, ParameterError, ResponseError
+from toolkit.config import API_KEY_VAR, BASE_URL_VAR, Settings, service_root
+from toolkit.errors import ConfigurationError, ParameterError, ResponseError, ToolkitError
 from toolkit.pagination import (
     ActivityPager,
     check_page,
@@ -175,7 +175,12 @@ class Client:
     base_url, api_key : str
         The service.
     environment : str, optional
-        A name for the key's environment (known for a sandbox).
+        A name for the key's environment (known for a sandbox); without one,
+        ``client.environment`` is the ``_environmentId`` the service answers with (asked once,
+        when first needed).
+    source : str, optional
+        What the client reads, for a store to recognise it across runs (``client.source``):
+        default the base URL; ``"local sandbox"`` for a sandbox, whose port changes each run.
     clock : callable, optional
         The service's clock; default the wall clock (UTC).
     progress : bool
@@ -192,6 +197,7 @@ class Client:
         api_key: str,
         *,
         environment: str | None = None,
+        source: str | None = None,
         clock: Callable[[], datetime] = utcnow,
         progress: bool = True,
         workers: int = 32,
@@ -205,10 +211,14 @@ class Client:
         if "max_retries" in transport:
             arg.count("max_retries", transport["max_retries"], 0, 100)
         self.transport = Transport(
-            arg.base_url(base_url), api_key, pool_size=max(32, self.workers), **transport
+            arg.base_url(service_root(base_url) if isinstance(base_url, str) else base_url),
+            api_key,
+            pool_size=max(32, self.workers),
+            **transport,
         )
         self.base_url = self.transport.base_url
-        self.environment = environment
+        self.source = source or self.base_url
+        self._environment = environment
         self.progress = progress
         self._clock = clock
 
@@ -223,12 +233,32 @@ class Client:
         if name not in sandbox.api_keys:
             known = ", ".join(sandbox.api_keys)
             raise ParameterError("environment", environment, f"one of {known}")
-        return cls(
-            sandbox.url, sandbox.api_keys[name], environment=name, clock=sandbox.now, **options
-        )
+        return cls(sandbox.url, sandbox.api_keys[name], environment=name,
+                   source="local sandbox", clock=sandbox.now, **options)  # fmt: skip
+
+    @property
+    def environment(self) -> str | None:
+        """The environment the API key acts on: its name when known (a sandbox's
+        ``"Acme/Development"``), else the ``_environmentId`` of what the service returns (one
+        small request, the first time); None when the service holds nothing to tell it.
+
+        Raises
+        ------
+        ServiceError
+            The service could not be asked (a wrong key, unreachable).
+        """
+        if self._environment is None:
+            records = self.list_activity(limit=1, progress=False) or list(
+                self.search_subscribers(limit=1)
+            )
+            self._environment = next((r.get("_environmentId") for r in records), None)
+        return self._environment
 
     def __repr__(self) -> str:
-        environment = f" ({self.environment})" if self.environment else ""
+        try:
+            environment = f" ({self.environment})" if self.environment else ""
+        except ToolkitError as error:  # a repr never raises: it says what is wrong instead
+            environment = f" (environment unknown: {type(error).__name__})"
         return f"<Client {self.base_url}{environment}>"
 
     def __enter__(self) -> Client:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -11,6 +12,14 @@ from toolkit.redact import mask_userinfo
 
 BASE_URL_VAR = "SVC_BASE_URL"
 API_KEY_VAR = "SVC_API_KEY"
+#: An API version at the end of an address (``/v1``, ``/v2/``): the operations add their own.
+_VERSION_SUFFIX = re.compile(r"(/v\d+)+/*$")
+
+
+def service_root(url: str) -> str:
+    """The service's address as the operations' paths extend it: without trailing slashes or
+    an API version (``https://api.example.com/v1/`` -> ``https://api.example.com``)."""
+    return _VERSION_SUFFIX.sub("", url.strip()).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -20,7 +29,8 @@ class Settings:
     Attributes
     ----------
     base_url : str or None
-        Base address without a trailing slash, e.g. ``https://api.example.com``.
+        Base address without a trailing slash or API version, e.g. ``https://api.example.com``
+        (``https://api.example.com/v1/`` is taken as that: see `service_root`).
     api_key : str or None
         The API key.
     """
@@ -49,7 +59,7 @@ class Settings:
             rather than guessed.
         """
         environ = os.environ if environ is None else environ
-        url = (base_url or environ.get(BASE_URL_VAR) or "").strip().rstrip("/") or None
+        url = service_root(base_url or environ.get(BASE_URL_VAR) or "") or None
         key = (api_key or environ.get(API_KEY_VAR) or "").strip() or None
         if url and not url.startswith(("http://", "https://")):
             raise ConfigurationError(

@@ -5,7 +5,8 @@ Every column's dtype is declared in `toolkit.schemas`, never inferred: ids and t
 statuses, types, sources and severities ``category`` (the known values first, in their
 vocabulary's order, then any unknown values found, sorted: kept, never dropped), lists and
 objects ``object``. An empty input gives a zero-row frame with every column and dtype.
-``subscriber_id`` is always the caller's external ``subscriberId``. Nested lists and objects
+``subscriber_id`` is always the caller's external ``subscriberId``; a job carries its
+notification's ``subscriber_id`` and ``workflow`` (``workflow_identifier``). Nested lists and objects
 (``payload``, ``data``, ...) are the records' own objects, not copies; masked ones are new.
 
 Derived activity columns
@@ -255,6 +256,7 @@ def activity_frames(
     given = {
         "notification_id": notification_ids,
         "subscriber_id": notifications["subscriber_id"].array.repeat(per_notification),
+        "workflow": notifications["workflow_identifier"].array.repeat(per_notification),
         "first_execution_at": first,
         "last_execution_at": last,
         "duration_s": (last - first).total_seconds(),
@@ -525,6 +527,7 @@ def _concat(parts: list[Any]) -> Any:
 _GIVEN_JOB_COLUMNS = (
     "notification_id",
     "subscriber_id",
+    "workflow",
     "first_execution_at",
     "last_execution_at",
     "duration_s",

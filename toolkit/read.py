@@ -6,9 +6,13 @@ Every frame's ``attrs`` says where its rows came from:
 - ``base_url`` and ``environment`` (``"Acme/Development"`` for the sandbox, else None);
 - ``filters``: the filters given (None ones left out; never a secret);
 - ``after`` and ``before``: the time window used (activity only; ``after`` None means the
-  service's default, the start of the plan's retention), as UTC `pandas.Timestamp`;
+  service's default, the start of the plan's retention);
 - ``fetched_at``: the service's time when the read ended;
 - ``toolkit_version``.
+
+Times are ISO 8601 text in UTC (``2026-11-01T12:00:00.000Z``; ``pandas.Timestamp`` reads them
+back) and every value is JSON-ready, so ``to_parquet`` and ``to_feather`` keep the provenance in
+the file (``pandas.read_parquet`` gives it back in ``.attrs``); CSV has no place for it.
 
 Arguments are checked by the client before any request is sent (`toolkit.errors.ParameterError`).
 
@@ -18,6 +22,7 @@ Arguments are checked by the client before any request is sent (`toolkit.errors.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -36,7 +41,7 @@ from toolkit.frames import (
 )
 from toolkit.pagination import paused_gc, time_slices
 from toolkit.redact import is_secret, mask
-from toolkit.timeutil import resolve_window
+from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = [
     "read_activity",
@@ -212,7 +217,9 @@ def read_activity(
         jobs: ``job_id``, ``notification_id``, ``type``, ``status``, ``final_status``,
         ``step_id``, ``step_name``, ``provider_id``, ``digest_type``, ``updated_at``,
         ``first_execution_at``, ``last_execution_at``, ``duration_s``, ``execution_count``,
-        ``failed_count``, ``retry_count``, ``error_text``, ``error_code``, ``subscriber_id``.
+        ``failed_count``, ``retry_count``, ``error_text``, ``error_code``, ``subscriber_id``,
+        ``workflow`` (the notification's ``workflow_identifier``: failures by workflow need no
+        merge).
 
         execution_details: ``execution_detail_id``, ``job_id``, ``notification_id``,
         ``created_at``, ``status``, ``source``, ``detail``, ``provider_id``, ``is_retry``,
@@ -235,8 +242,8 @@ def read_activity(
         **filters, after=start, before=end, workers=workers, progress=progress
     )
     provenance = _provenance(client, "list_activity", filters)
-    provenance["after"] = None if start is None else pd.Timestamp(start)
-    provenance["before"] = pd.Timestamp(end)
+    provenance["after"] = None if start is None else to_iso(start)
+    provenance["before"] = to_iso(end)
     with paused_gc():  # the pages are decoded and built into columns in one go
         return activity_frames(records, provenance=provenance)
 
@@ -343,7 +350,7 @@ def _provenance(client: Any, operation: str, filters: Mapping[str, Any]) -> dict
         "base_url": client.base_url,
         "environment": client.environment,
         "filters": _sanitised(filters),
-        "fetched_at": pd.Timestamp(client.now()),
+        "fetched_at": to_iso(client.now()),
         "toolkit_version": __version__,
     }
 
@@ -362,12 +369,14 @@ def _listed(value: Any) -> Any:
 
 
 def _sanitised(filters: Mapping[str, Any]) -> dict[str, Any]:
-    """The filters given: None ones dropped, secrets (by name) masked."""
-    return {
+    """The filters given as JSON values (anything else as text): None ones dropped, secrets
+    (by name) masked."""
+    given = {
         name: mask(value) if is_secret(name) else value
         for name, value in filters.items()
         if value is not None
     }
+    return json.loads(json.dumps(given, default=str))
 
 
 def _progress(records: Iterable[Any], what: str) -> Iterable[Any]:

@@ -236,6 +236,7 @@ JOBS = (
     Column("error_text", STRING),
     Column("error_code", STRING),
     Column("subscriber_id", STRING),
+    Column("workflow", STRING),
 )
 
 EXECUTION_DETAILS = (

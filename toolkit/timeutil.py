@@ -1,5 +1,9 @@
 """Times as the toolkit accepts them, and as the service writes them.
 
+Every time is UTC. A time written without an offset (``"2026-11-23 09:00"``, a naive datetime)
+is taken as UTC; a string with a time of day and no offset also gives a `NaiveTimeWarning`
+(once per value and place), since the writer may have meant local time: add ``Z`` or ``+01:00``.
+
 >>> parse_time("24h", name="after", now=datetime(2026, 11, 1, 12, tzinfo=timezone.utc))
 datetime.datetime(2026, 10, 31, 12, 0, tzinfo=datetime.timezone.utc)
 >>> to_iso(datetime(2026, 11, 1, 12, tzinfo=timezone.utc))
@@ -9,12 +13,20 @@ datetime.datetime(2026, 10, 31, 12, 0, tzinfo=datetime.timezone.utc)
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 from toolkit.errors import ParameterError
 
-__all__ = ["parse_duration", "parse_time", "resolve_window", "to_iso", "utcnow"]
+__all__ = [
+    "NaiveTimeWarning",
+    "parse_duration",
+    "parse_time",
+    "resolve_window",
+    "to_iso",
+    "utcnow",
+]
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(w|d|h|m|s)\s*$")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -22,6 +34,10 @@ _ALLOWED = (
     "an ISO 8601 time ('2026-11-01T12:00:00Z'), a datetime or pandas.Timestamp (naive = UTC), "
     "a date, or a duration before now such as '90s', '30m', '24h', '7d', '2w'"
 )
+
+
+class NaiveTimeWarning(UserWarning):
+    """A time of day written without a UTC offset, taken as UTC."""
 
 
 def utcnow() -> datetime:
@@ -40,8 +56,8 @@ def parse_time(
     Parameters
     ----------
     value : str, datetime, pandas.Timestamp or date
-        ISO 8601 (a trailing ``Z`` is fine); a naive datetime is taken as UTC; a date means its
-        midnight UTC; ``"7d"``, ``"24h"``, ``"30m"``, ``"90s"``, ``"2w"`` mean now minus that.
+        ISO 8601 (a trailing ``Z`` is fine); a naive datetime is taken as UTC (a string with a
+        time of day and no offset warns: `NaiveTimeWarning`); a date means its midnight UTC; ``"7d"``, ``"24h"``, ``"30m"``, ``"90s"``, ``"2w"`` mean now minus that.
     name : str
         The parameter's name, for the error message.
     now : datetime or callable
@@ -60,10 +76,18 @@ def parse_time(
                 return _utc(current) - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
             except OverflowError:
                 raise ParameterError(name, value, "a duration that starts after year 1") from None
+        text = value.strip()
         try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise ParameterError(name, value, _ALLOWED) from None
+            raise ParameterError(name, text, _ALLOWED) from None
+        if value.tzinfo is None and len(text) > len("2026-11-01"):
+            warnings.warn(
+                f"{name}={text!r} has no UTC offset: taken as UTC ({to_iso(value)}); add Z or"
+                " an offset such as +01:00 to say which",
+                NaiveTimeWarning,
+                stacklevel=2,
+            )
     if isinstance(value, datetime):  # pandas.Timestamp is a datetime
         if value != value:  # NaT
             raise ParameterError(name, value, _ALLOWED)

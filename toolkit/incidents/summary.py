@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.redact import scrub
+from toolkit.words import channel_name, provider_name
 
 #: The kinds of incident, in the order the docs describe them.
 KINDS = (
@@ -39,14 +40,6 @@ COLUMNS = {
     "workflows": "object",
     "example_error": "string",
     "summary": "string",
-}
-
-_CHANNEL_NAMES = {
-    "sms": "SMS",
-    "email": "email",
-    "push": "push",
-    "chat": "chat",
-    "in_app": "in-app",
 }
 
 
@@ -136,32 +129,18 @@ def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
     return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M} UTC"
 
 
-#: How providers whose names are not their id capitalised are written in sentences.
-_PROVIDER_NAMES = {
-    "sendgrid": "SendGrid",
-    "ses": "Amazon SES",
-    "sns": "Amazon SNS",
-    "fcm": "FCM",
-    "apns": "APNs",
-    "msteams": "MS Teams",
-    "one-signal": "OneSignal",
-    "svc": "The in-app service",
-}
-
-
 def _name(provider: str | None) -> str:
+    """A provider's name opening a sentence (`toolkit.words.provider_name`)."""
     if not provider:
         return "The service"
-    if provider in _PROVIDER_NAMES:
-        return _PROVIDER_NAMES[provider]
-    return provider[0].upper() + provider[1:] if provider.isalpha() else provider
+    return "The built-in in-app provider" if provider == "svc" else provider_name(provider)
 
 
 def _sentence(record: dict[str, Any], row: dict) -> str:
     """One sentence with the numbers, e.g. "Twilio failed 93% of SMS from 13:26 to 16:54 on
     Oct 28 (usually 3%, error 20503): 137 notifications, 129 people." (times in UTC)."""
     kind, provider = record["kind"], _name(record["provider_id"])
-    channel = _CHANNEL_NAMES.get(record["channel"], record["channel"] or "")
+    channel = channel_name(record["channel"]) if record["channel"] else ""
     when = _when(record["started_at"], record["ended_at"], record["ongoing"])
     rate, usual = f"{record['failure_rate']:.0%}", f"{record['baseline_rate']:.0%}"
     code = f", error {record['error_code']}" if record["error_code"] else ""

@@ -10,8 +10,8 @@ The report is a function of an Activity (+ the previous period's Activity), the 
 ``generated_at``: `build_report` and `write_report` take them from anywhere (`read_activity`, a
 store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client,
 `report_window` from any ``read(after, before)`` (a store's ``read``, say).
-plotly.js is inlined once, so the file opens offline; figures have stable element ids, and the
-same inputs give the same bytes. No payload, credential or API key is rendered.
+plotly.js is inlined once, compressed (`toolkit.report.bundle`), so the file opens offline and
+stays under 2 MB; figures have stable element ids, and the same inputs give the same bytes. No payload, credential or API key is rendered.
 
 >>> result = delivery_report(client, since="7d", out="delivery-report.html")
 >>> print(result.path, result.headline["failure_rate"], len(result.findings))
@@ -30,13 +30,13 @@ from typing import Any
 
 import jinja2
 import pandas as pd
-import plotly.offline
 
-from toolkit import charts, metrics
+from toolkit import charts, metrics, words
 from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
+from toolkit.report import bundle
 from toolkit.report.findings import findings as findings_section
 from toolkit.report.summary import (
     cards,
@@ -106,7 +106,6 @@ _LABELS = {
     "filters": "Filters",
     "previous": "Previous period",
 }
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 _RETENTION = (
     "The service keeps activity for its plan's retention (24 hours on a free plan, 7 days on pro, "
     "90 days on team and business): an older window cannot be read, nor compared with."
@@ -308,7 +307,7 @@ def _client_read(client, progress: bool, filters: Mapping[str, Any]):
         shown = progress and os.getpid() == here  # a forked reader's bar would share its line
         return read_activity(client, after=after, before=before, progress=shown, **filters)
 
-    source = {"base_url": client.base_url, "environment": client.environment or "unknown"}
+    source = {"base_url": client.source, "environment": client.environment or "unknown"}
     return read, source, filters
 
 
@@ -439,9 +438,13 @@ def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
             for element_id, figure in _figures(activity, jobs, counts, top).items()
         ],
         "failures": [
-            {**row, "first_seen": to_iso(row["first_seen"]), "last_seen": to_iso(row["last_seen"])}
+            {
+                **row,
+                "first_seen": words.moment(row["first_seen"]),
+                "last_seen": words.moment(row["last_seen"]),
+            }
             for row in failures.to_dict("records")
-        ],
+        ],  # fmt: skip
         "in_flight_notifications": int(
             jobs.loc[
                 metrics.has_outcome(jobs, "in_flight"),
@@ -456,14 +459,17 @@ def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_a
     if secret:
         raise ParameterError("provenance", secret, "no secrets (API keys, tokens, credentials)")
     subtitle = [str(provenance.get("environment") or "unknown environment")]
-    if provenance.get("after") or provenance.get("before"):
-        subtitle.append(f"{_text(provenance.get('after'))} to {_text(provenance.get('before'))}")
-    subtitle.append(f"generated {to_iso(generated_at)}")
+    if provenance.get("base_url"):
+        subtitle.append(str(provenance["base_url"]))
+    if provenance.get("after") and provenance.get("before"):
+        subtitle.append(words.window(provenance["after"], provenance["before"]))
+    subtitle.append(f"generated {words.moment(generated_at)}")
     return _template().render(
         title=TITLE,
         subtitle=" · ".join(subtitle),
         version=__version__,
-        plotlyjs=_plotlyjs(),
+        plotlyjs=bundle.packed_plotlyjs(),
+        loader=bundle.LOADER,
         findings=contents["findings"],
         cards=cards(contents["headline"], contents["previous"]),
         providers=contents["providers"],
@@ -526,7 +532,7 @@ def _preload() -> None:
 
     plotly.graph_objects.Figure()
     _template()
-    _plotlyjs()
+    bundle.packed_plotlyjs()
 
 
 @cache
@@ -537,22 +543,12 @@ def _template() -> jinja2.Template:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
+    env.filters.update(provider=words.provider_name, channel=words.channel_name)
     return env.get_template("template.html.j2")
 
 
-@cache
-def _plotlyjs() -> str:
-    return plotly.offline.get_plotlyjs()
-
-
 def _figure_html(fig, div_id: str) -> str:
-    return fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        default_height="420px",
-        config=_PLOT_CONFIG,
-    )
+    return bundle.figure_html(fig, div_id)
 
 
 def _figures(activity, jobs: pd.DataFrame, counts: pd.DataFrame, top: int) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from toolkit import charts
 from toolkit.errors import ParameterError
 from toolkit.redact import scrub
 from toolkit.report.summary import percent
-from toolkit.timeutil import to_iso
+from toolkit.words import chance, channel_name, kind_name, moment, provider_name, window
 
 __all__ = ["INCIDENT_COLUMNS", "findings"]
 
@@ -66,21 +66,29 @@ def findings(
 
 
 def _facts(row: dict[str, Any]) -> list[tuple[str, str]]:
-    end = "ongoing at the end of the window" if row["ongoing"] else to_iso(row["ended_at"])
-    where = [f"{name} {row[key]}" for key, name in (("channel", "channel"), ("provider_id",
-             "provider"), ("domain", "domain"), ("error_code", "error code")) if _known(row[key])]  # fmt: skip
+    """The incident's numbers in plain words; its statistics in a last line with their meaning."""
+    when = (f"since {moment(row['started_at'])}, still going at the end of the window"
+            if row["ongoing"] else window(row["started_at"], row["ended_at"]))  # fmt: skip
+    where = [channel_name(row["channel"]) if _known(row["channel"]) else "",
+             f"via {provider_name(row['provider_id'])}" if _known(row["provider_id"]) else "",
+             f"to {row['domain']}" if _known(row["domain"]) else "",
+             f"(error {row['error_code']})" if _known(row["error_code"]) else ""]  # fmt: skip
     workflows = row["workflows"]
     workflows = list(workflows) if isinstance(workflows, list | tuple) else []
     return [
-        ("kind", row["kind"]),
-        ("where", ", ".join(where) or "all"),
-        ("when", f"{to_iso(row['started_at'])} to {end}"),
-        ("failed jobs", f"{int(row['failed_jobs']):,} of {int(row['jobs']):,} "
-                        f"({percent(_rate(row['failure_rate']))}; baseline "
-                        f"{percent(_rate(row['baseline_rate']))}, p = {row['p_value']:.2g})"),
+        ("what", kind_name(row["kind"]).capitalize()),
+        ("where", " ".join(part for part in where if part) or "everywhere"),
+        ("when", when),
+        ("failed", f"{int(row['failed_jobs']):,} of {int(row['jobs']):,} delivery jobs in that "
+                   f"time ({percent(_rate(row['failure_rate']))}; usually "
+                   f"{percent(_rate(row['baseline_rate']))}), counting a job failed when any "
+                   "attempt failed (the top failures count jobs by their last error)"),
         ("impact", f"{int(row['notifications']):,} notifications, "
-                   f"{int(row['subscribers']):,} subscribers"),
+                   f"{int(row['subscribers']):,} people"),
         ("workflows", ", ".join(map(str, workflows)) or "-"),
+        ("details", f"p = {row['p_value']:.2g}: a rate this far above the usual one would come "
+                    f"by chance about {chance(row['p_value'])} times (exact test against the "
+                    "baseline, corrected for the periods examined)"),
     ]  # fmt: skip
 
 
@@ -91,11 +99,11 @@ def _checked(attrs: dict[str, Any]) -> str:
     if "jobs" in checked:
         parts.append(f"{checked['jobs']:,} delivery jobs")
     if checked.get("after") is not None and checked.get("before") is not None:
-        parts.append(f"from {to_iso(checked['after'])} to {to_iso(checked['before'])}")
+        parts.append(f"from {window(checked['after'], checked['before'])}")
     if checked.get("freq") is not None:
         parts.append(f"in buckets of {_duration(pd.Timedelta(checked['freq']))}")
     if checked.get("kinds"):
-        parts.append("for " + ", ".join(checked["kinds"]))
+        parts.append("for " + ", ".join(map(kind_name, checked["kinds"])))
     if checked.get("tests"):
         parts.append(f"({checked['tests']:,} periods tested against their baseline)")
     sentence = "Checked " + " ".join(parts) + "." if parts else ""

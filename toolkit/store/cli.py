@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     failed (the store stays as the last complete sync left it; run again to resume)."""
     parser = _cli.parser("python -m toolkit sync", DESCRIPTION)
     parser.add_argument("--store", required=True, metavar="PATH", help="the store's directory")
-    _cli.add_window(parser, until=False)
+    _cli.add_window(
+        parser, until=False, since=None, default="7d for a new store, else the store's own start"
+    )
     parser.add_argument("--lag", default="1h", help="how far before the last sync's end to read again, for notifications still changing (default 1h)")  # fmt: skip
     parser.add_argument("--allow-source-change", action="store_true", help="accept another service or environment than the store's")  # fmt: skip
     _cli.add_service(parser)

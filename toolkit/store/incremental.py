@@ -93,7 +93,7 @@ def sync(
     client: Any,
     store: str | Path,
     *,
-    since: str | datetime = "7d",
+    since: str | datetime | None = None,
     lag: str | timedelta = "1h",
     allow_source_change: bool = False,
     progress: bool | None = None,
@@ -107,9 +107,10 @@ def sync(
         The service to read from.
     store : str or Path
         The store's directory (new or empty on the first run).
-    since : str or datetime
-        The window's start: ``"7d"`` (before now), an ISO time or a datetime. Moving it earlier
-        later on reads the added range.
+    since : str or datetime, optional
+        The window's start: ``"7d"`` (before now), an ISO time or a datetime; default ``"7d"``
+        for a new store, else the store's own start (a later run keeps the window). An earlier
+        start than the store's reads the added range.
     lag : str or timedelta
         How far before the watermark each run reads again, for notifications still changing:
         sends settle in minutes; digests and delays take as long as their step (see README).
@@ -141,12 +142,14 @@ def sync(
     state = State.load(root) if root.is_dir() else None
     if state is not None:
         _check_same(state, client, filters, allow_source_change)
-    if since is None:
-        raise ParameterError("since", since, "the window's start: '7d', an ISO time or a datetime")
     now = client.now()
-    start, before = resolve_window(since, None, now=now, after_name="since")
     lag = parse_duration(lag, name="lag")
-    _check_retention(client, since, start, before, filters)
+    if since is None and state is not None and state.after is not None:
+        start, before = min(state.time("after"), now), now  # the store's window, kept
+    else:
+        since = "7d" if since is None else since
+        start, before = resolve_window(since, None, now=now, after_name="since")
+        _check_retention(client, since, start, before, filters)
     now = before = min(before, client.now())  # the service's Date, known once it answered
     show = client.progress if progress is None else progress
 
@@ -156,9 +159,8 @@ def sync(
         state = State.load(root)
         if state is None:
             state = State(client.base_url, client.environment, filters)
-            state.save(root)
-        elif allow_source_change:
-            state.base_url, state.environment = client.base_url, client.environment
+        state.adopt(client)
+        state.save(root)
         _clamp_watermark(root, state, now)
         counts = [0, 0, 0, 0]
         checkpoint = Checkpoint.load(root)
@@ -380,10 +382,10 @@ def _old_day(root: Path, day: str) -> list[pa.Table] | None:
 
 
 def _check_same(state: State, client: Any, filters: dict[str, Any], allow: bool) -> None:
-    if not allow and (state.base_url, state.environment) != (client.base_url, client.environment):
+    if not allow and not state.same_source(client):
         raise ParameterError(
             "client",
-            f"{client.base_url} ({client.environment})",
+            f"{client.source} ({client.environment})",
             f"a client of the store's source {state.source()}, or allow_source_change=True"
             " (--allow-source-change) to mix another service's data into it",
         )

@@ -278,7 +278,8 @@ class Store:
             self._window(after, before, filters)
             return Window(_Selection(self, filters), after, before)
 
-        source = {"base_url": self._state.base_url, "environment": self._state.environment,
+        source = {"base_url": self._state.service or self._state.base_url,
+                  "environment": self._state.environment,
                   "store": str(self.path), "engine": self.engine_name}  # fmt: skip
         if watermark is None:
             raise ParameterError("store", str(self.path), "a store with data: run sync first")
@@ -402,9 +403,9 @@ class Store:
             "base_url": self._state.base_url,
             "environment": self._state.environment,
             "filters": {**self._state.filters, **filters},
-            "after": pd.Timestamp(start),
-            "before": pd.Timestamp(end),
-            "fetched_at": _stamp(self._state.synced_at),
+            "after": to_iso(start),
+            "before": to_iso(end),
+            "fetched_at": self._state.synced_at,
             "toolkit_version": __version__,
         }
 

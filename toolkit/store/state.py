@@ -1,6 +1,7 @@
 """What a store knows about itself (``state.json``), its sync checkpoint, and its writer lock.
 
-``state.json``: the source (base URL, environment label, environment ids seen), the filters of
+``state.json``: the source (``service``: what it is, ``Client.source``, the same for a local sandbox
+whatever its port; the base URL last read; the environment; the environment ids seen), the filters of
 every sync, the window (``after``: the earliest instant held; ``watermark``: everything created
 up to it has been read and durably written) and the service time of the last sync.
 ``sync.checkpoint.json`` exists while a sync runs: its pinned window and the days already written,
@@ -46,6 +47,7 @@ class State:
     after: str | None = None
     watermark: str | None = None
     synced_at: str | None = None
+    service: str | None = None  # `Client.source`; None in stores written before it (base_url)
     format: int = FORMAT
     toolkit_version: str = __version__
 
@@ -102,7 +104,23 @@ class State:
 
     def source(self) -> str:
         environment = f" ({self.environment})" if self.environment else ""
-        return f"{self.base_url}{environment}"
+        return f"{self.service or self.base_url}{environment}"
+
+    def same_source(self, client: Any) -> bool:
+        """Whether ``client`` reads this store's source: the same service (``client.source``,
+        not the port a local sandbox got) and environment (any, in a store that never knew
+        it)."""
+        return (self.service or self.base_url) == client.source and (
+            self.environment is None or self.environment == client.environment
+        )
+
+    def adopt(self, client: Any) -> None:
+        """Record ``client`` as the store's source (its address as last read)."""
+        self.base_url, self.service, self.environment = (
+            client.base_url,
+            client.source,
+            client.environment,
+        )
 
 
 def _is_time(value: Any) -> bool:
