@@ -15,13 +15,15 @@ import pandas as pd
 PRIOR_JOBS = 20.0
 #: A cause's rate must be at least this multiple of what its baseline predicts (volume: its jobs
 #: must differ from the expected by at least ``MIN_RATIO - 1`` of it).
-MIN_RATIO = 1.25
+MIN_RATIO = 1.1
 #: A cause must account for at least this many failures (volume: jobs) above the prediction.
 MIN_EXCESS = 5.0
-#: ... and at least this share of the whole change.
+#: ... and at least this share of the largest cause's.
 MIN_SHARE = 0.05
 #: At most this many causes, and combinations of at most this many dimensions.
 MAX_CAUSES = 5
+#: The overdispersion is measured on this many leaves, the busiest.
+BUSIEST = 50
 MAX_DIMENSIONS = 3
 
 
@@ -90,13 +92,13 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
         return [], "no jobs in the period"
     groups = _groups(data)
     tests = 1 + sum(int(g.max()) + 1 for _, g, _ in groups if len(g) and g.max() >= 0)
-    threshold = _z_threshold(alpha / tests)
-    sign = 1.0 if total_change >= 0 else -1.0
+    threshold = _z_threshold(alpha / (2 * tests))  # two-sided
     forecast = expected.copy()
     found: list[tuple[tuple[str, ...], np.ndarray]] = []
     causes: list[Cause] = []
+    largest = 0.0
     while len(causes) < MAX_CAUSES:
-        best = _best(data, measure, observed, forecast, variance, groups, found, sign, threshold)
+        best = _best(data, measure, observed, forecast, variance, groups, found, threshold)
         if best is None:
             break
         dims, members, key, predicted = best
@@ -107,9 +109,10 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
             break
         excess = float(observed[members].sum() - expected[members].sum())
         share = excess / total_change if total_change else np.nan
-        if abs(excess) < MIN_EXCESS or (causes and share < MIN_SHARE):
+        if abs(excess) < MIN_EXCESS or (causes and abs(excess) < MIN_SHARE * largest):
             break
-        forecast[members] = predicted
+        largest = max(largest, abs(excess))
+        forecast[members] = observed[members]  # explained: no other cause may claim it
         found.append((dims, members))
         causes.append(
             Cause(
@@ -166,10 +169,10 @@ def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
 
 def _overdispersed(observed, expected, variance, null) -> np.ndarray:
     """``variance`` plus ``(k * null) ** 2``, with ``k`` such that the leaves' median squared
-    z-score is that of a standard normal (0.455) among the busier half of the leaves (where the
-    extra variation shows): real counts vary more than by chance, and the median keeps the
+    z-score is that of a standard normal (0.455) among the `BUSIEST` leaves (where the extra
+    variation shows): real counts vary more than by chance, and the median keeps the
     leaves of a cause from inflating it."""
-    busy = null >= max(1.0, np.median(null[null > 0])) if null.any() else null > 0
+    busy = expected >= max(1.0, np.sort(expected)[-min(len(expected), BUSIEST)])
     if busy.sum() < 10:
         return variance
     e2, v, f2 = (observed - expected)[busy] ** 2, variance[busy], null[busy] ** 2
@@ -204,9 +207,9 @@ def _groups(data: Leaves) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]
     return out
 
 
-def _best(data, measure, observed, forecast, variance, groups, found, sign, threshold):
+def _best(data, measure, observed, forecast, variance, groups, found, threshold):
     """The combination whose assumed change best explains the deviation of ``observed`` from
-    ``forecast``, significant and in the direction ``sign``; None when there is none."""
+    ``forecast``, significant (either way); None when there is none."""
     gap = np.abs(observed - forecast)
     everyone = np.zeros(len(observed), dtype="int64")
     candidates = [((), everyone, np.zeros((1, 0), dtype="int64")), *groups]
@@ -224,9 +227,9 @@ def _best(data, measure, observed, forecast, variance, groups, found, sign, thre
         gain = np.bincount(
             g, weights=gap[inside] - np.abs(observed[inside] - leaf_predicted), minlength=size
         )
-        change = sign * (total - predicted)
+        change = np.abs(total - predicted)
         z = change / np.sqrt(np.maximum(spread, 1e-9))
-        ratio = _ratio(total, predicted) if sign > 0 else _ratio(predicted, total)
+        ratio = np.maximum(_ratio(total, predicted), _ratio(predicted, total))
         ok = (z >= threshold) & (change >= MIN_EXCESS) & (ratio >= MIN_RATIO) & (gain > 0)
         for f_dims, f_members in found:
             ok[_related(dims, group, f_dims, f_members)] = False
