@@ -23,6 +23,7 @@ _EXPORTS = {
     "Activity": "toolkit.frames",
     "find_incidents": "toolkit.incidents",
     "what_changed": "toolkit.changes",
+    "delivery_counts": "toolkit.counts",
     "errors": "toolkit.errors",
     "charts": "toolkit.charts",
     "panels": "toolkit.panels",
