@@ -54,7 +54,8 @@ def what_changed(
     baseline : (start, end), optional
         The window to compare with; default the same length just before ``period``.
     dimensions : list of str, optional
-        Default: every dimension of the data (a counts frame: its string columns).
+        Default: every dimension of the data (a counts frame: its string columns; an Activity
+        or a Store: ``toolkit.counts.DEFAULT_BY``; ``toolkit.counts.DIMENSIONS`` may be named).
     measure : {"failure_rate", "volume"}
         Failures per job, or jobs (a drop or a spike).
     alpha : float
@@ -89,7 +90,7 @@ def what_changed(
     searched = [d for d in dims if d not in symptoms]
     scale = (end - start) / (base_end - base_start)
     causes, reason = explain(leaves(now, then, searched), measure, scale, alpha)
-    frame = _frame(causes, dims, measure, scale, now, symptoms)
+    frame = _frame(causes, dims, measure, now, symptoms)
     frame.attrs.update(
         reason=reason,
         measure=measure,
@@ -137,19 +138,20 @@ class _Counts:
 
 
 class _Engine:
-    """An Activity or a Store, counted by `toolkit.delivery_counts`."""
+    """An Activity or a Store, counted by `toolkit.delivery_counts` in its engine."""
 
     def __init__(self, source: Any, first: pd.Timestamp | None, end: pd.Timestamp | None):
-        from toolkit.counts import DIMENSIONS
+        from toolkit.counts import DEFAULT_BY, DIMENSIONS
 
         self.source, self.first, self.end = source, first, end
-        self.dimensions = list(DIMENSIONS)
+        self.dimensions, self.default = list(DIMENSIONS), list(DEFAULT_BY)
 
     def counts(self, start, end, dims) -> pd.DataFrame:
         from toolkit.counts import delivery_counts
 
         width = f"{max(1, int((end - start).total_seconds()))}s"  # one or two buckets
-        return delivery_counts(self.source, after=start, before=end, freq=width, by=dims)
+        last = pd.Timestamp(end) - pd.Timedelta(microseconds=1)  # its window is closed
+        return delivery_counts(self.source, after=start, before=last, freq=width, by=dims)
 
 
 _DATA = "an Activity, a Store or a counts frame (bucket, dimensions, jobs, failed)"
@@ -165,15 +167,16 @@ def _source(data: Any) -> _Counts | _Engine:
         before = data.attrs.get("before")
         end = pd.Timestamp(before) if before is not None else created.max()
         return _Engine(data, created.min(), end)
-    window = getattr(data, "window", None)
-    if isinstance(window, tuple) and hasattr(data, "sql"):  # a Store
-        return _Engine(data, *window)
+    from toolkit.store import Store
+
+    if isinstance(data, Store):
+        return _Engine(data, *data.window)
     raise ParameterError("data", type(data).__name__, _DATA)
 
 
 def _dimensions(source, dimensions) -> list[str]:
     if dimensions is None:
-        return list(source.dimensions)
+        return list(getattr(source, "default", source.dimensions))
     if isinstance(dimensions, str) or not isinstance(dimensions, list | tuple) or not dimensions:
         raise ParameterError("dimensions", dimensions, "a non-empty list of column names")
     unknown = [d for d in dimensions if d not in source.dimensions]
@@ -227,7 +230,7 @@ def _symptoms(now: pd.DataFrame, then: pd.DataFrame, dims: list[str]) -> list[st
     return out
 
 
-def _frame(causes: list[Cause], dims, measure, scale, now, symptoms) -> pd.DataFrame:
+def _frame(causes: list[Cause], dims, measure, now, symptoms) -> pd.DataFrame:
     rows = []
     for c in causes:
         rows.append(
@@ -242,7 +245,7 @@ def _frame(causes: list[Cause], dims, measure, scale, now, symptoms) -> pd.DataF
                 "baseline_rate": c.baseline_failed / c.baseline_jobs if c.baseline_jobs else np.nan,
                 "excess": c.excess,
                 "share_of_change": c.share,
-                "summary": _sentence(c, measure, scale, _how(c, now, symptoms)),
+                "summary": _sentence(c, measure, _how(c, now, symptoms)),
             }
         )
     dtypes = {"cause": "object", **dict.fromkeys(dims, "string"), **COLUMNS}
@@ -263,15 +266,15 @@ def _how(cause: Cause, now: pd.DataFrame, symptoms: list[str]) -> str:
     return f"; mostly {', '.join(parts)}" if parts else ""
 
 
-def _sentence(cause: Cause, measure: str, scale: float, how: str) -> str:
+def _sentence(cause: Cause, measure: str, how: str) -> str:
     where = " & ".join(f"{d}={v}" for d, v in cause.cause.items())
     share = f", {cause.share:.0%} of the change" if np.isfinite(cause.share) else ""
     if measure == "volume":
-        expected = cause.baseline_jobs * scale
+        expected = cause.jobs - cause.excess
         more = "more" if cause.excess > 0 else "fewer"
         return (
-            f"{where}: {cause.jobs:,.0f} jobs against {expected:,.0f} expected from the baseline "
-            f"({cause.baseline_jobs:,.0f}): {abs(cause.excess):,.0f} {more}{share}."
+            f"{where}: {cause.jobs:,.0f} jobs against {expected:,.0f} expected from the baseline's "
+            f"{cause.baseline_jobs:,.0f}: {abs(cause.excess):,.0f} {more}{share}."
         )
     rate = cause.failed / cause.jobs if cause.jobs else np.nan
     before = cause.baseline_failed / cause.baseline_jobs if cause.baseline_jobs else np.nan

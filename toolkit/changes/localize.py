@@ -137,6 +137,7 @@ def _expected(data: Leaves, measure: str, scale: float) -> tuple[np.ndarray, np.
     """Each leaf's expected value (from the baseline) and the variance of observed minus
     expected if nothing changed (both windows pooled: the score test's null), overdispersed."""
     if measure == "volume":
+        scale *= _common_factor(data.jobs, data.baseline_jobs * scale)
         null = (data.jobs + data.baseline_jobs) * scale / (1 + scale)
         return data.baseline_jobs * scale, _overdispersed(
             data.jobs, data.baseline_jobs * scale, null * (1 + scale) + 0.5, null
@@ -149,6 +150,19 @@ def _expected(data: Leaves, measure: str, scale: float) -> tuple[np.ndarray, np.
     variance = data.jobs * binomial * (1 + data.jobs / (data.baseline_jobs + PRIOR_JOBS))
     expected = data.jobs * rate
     return expected, _overdispersed(data.failed, expected, variance, data.jobs * pooled)
+
+
+def _common_factor(observed: np.ndarray, expected: np.ndarray) -> float:
+    """The change every slice shares (traffic's hour of day, growth): the median of the leaves'
+    ratios of observed to expected, weighted by the expected, which the leaves of causes holding
+    less than half of the volume cannot move."""
+    ok = expected > 0
+    if not ok.any():
+        return 1.0
+    ratio, weight = observed[ok] / expected[ok], expected[ok]
+    order = np.argsort(ratio)
+    cumulative = np.cumsum(weight[order])
+    return float(max(ratio[order][np.searchsorted(cumulative, cumulative[-1] / 2)], 1e-9))
 
 
 def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
@@ -253,7 +267,7 @@ def _assume(measure, observed, forecast, jobs, inside, g, total, predicted, grou
         room = group_jobs - predicted
         share = np.clip(_ratio(total - predicted, room), 0.0, 1.0)
         up = total >= predicted
-        scaled = f * _ratio(total, predicted)[g]
+        scaled = f * np.where(predicted > 0, _ratio(total, predicted), 1.0)[g]
         return np.where(up[g], f + share[g] * (jobs[inside] - f), scaled)
     smoothed = f + 0.5
     weights = np.bincount(g, weights=smoothed, minlength=len(total))
