@@ -13,13 +13,15 @@ import pandas as pd
 
 #: Baseline jobs a leaf's own failure rate weighs against its parent's (empirical Bayes prior).
 PRIOR_JOBS = 20.0
+#: Baseline failures a value's own effect on the rate weighs against none (see `_shrunk_rates`).
+PRIOR_FAILURES = 5.0
 #: A cause's rate must be at least this multiple of what its baseline predicts (volume: its jobs
 #: must differ from the expected by at least ``MIN_RATIO - 1`` of it).
 MIN_RATIO = 1.1
 #: A cause must account for at least this many failures (volume: jobs) above the prediction.
 MIN_EXCESS = 5.0
 #: ... and at least this share of the largest cause's.
-MIN_SHARE = 0.05
+MIN_SHARE = 0.01
 #: At most this many causes, and combinations of at most this many dimensions.
 MAX_CAUSES = 5
 #: The overdispersion is measured on this many leaves, the busiest.
@@ -96,9 +98,11 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
     forecast = expected.copy()
     found: list[tuple[tuple[str, ...], np.ndarray]] = []
     causes: list[Cause] = []
+    # a failure rate is explained by the slices that moved it the way it went; volume both ways
+    sign = 0.0 if measure == "volume" else (1.0 if total_change >= 0 else -1.0)
     largest = 0.0
     while len(causes) < MAX_CAUSES:
-        best = _best(data, measure, observed, forecast, variance, groups, found, threshold)
+        best = _best(data, measure, observed, forecast, variance, groups, found, sign, threshold)
         if best is None:
             break
         dims, members, key, predicted = best
@@ -168,7 +172,8 @@ def _common_factor(observed: np.ndarray, expected: np.ndarray) -> float:
 def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
     """Each leaf's baseline failure rate, shrunk toward what its values predict: a log-linear
     model of the values' main effects fitted to the baseline's failures per value by iterative
-    proportional fitting (so dimensions that imply one another are not counted twice), weighed
+    proportional fitting (so dimensions that imply one another are not counted twice), each
+    value's factor shrunk toward 1 by `PRIOR_FAILURES`, weighed
     ``PRIOR_JOBS`` weighs it against the leaf's own rate (see `_expected`)."""
     jobs, failed = data.baseline_jobs, data.baseline_failed
     rate = np.full(len(jobs), _ratio(failed.sum(), jobs.sum()))
@@ -177,7 +182,8 @@ def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
         for code, size in codes:
             fitted = np.bincount(code, weights=jobs * rate, minlength=size)
             actual = np.bincount(code, weights=failed, minlength=size)
-            rate = np.clip(rate * ((actual + 0.5) / (fitted + 0.5))[code], 0.0, 1.0)
+            factor = (actual + PRIOR_FAILURES) / (fitted + PRIOR_FAILURES)
+            rate = np.clip(rate * factor[code], 0.0, 1.0)
     return rate
 
 
@@ -221,9 +227,9 @@ def _groups(data: Leaves) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]
     return out
 
 
-def _best(data, measure, observed, forecast, variance, groups, found, threshold):
+def _best(data, measure, observed, forecast, variance, groups, found, sign, threshold):
     """The combination whose assumed change best explains the deviation of ``observed`` from
-    ``forecast``, significant (either way); None when there is none."""
+    ``forecast``, significant, in the direction ``sign`` (0: either); None when there is none."""
     gap = np.abs(observed - forecast)
     everyone = np.zeros(len(observed), dtype="int64")
     candidates = [((), everyone, np.zeros((1, 0), dtype="int64")), *groups]
@@ -241,7 +247,7 @@ def _best(data, measure, observed, forecast, variance, groups, found, threshold)
         gain = np.bincount(
             g, weights=gap[inside] - np.abs(observed[inside] - leaf_predicted), minlength=size
         )
-        change = np.abs(total - predicted)
+        change = sign * (total - predicted) if sign else np.abs(total - predicted)
         z = change / np.sqrt(np.maximum(spread, 1e-9))
         ratio = np.maximum(_ratio(total, predicted), _ratio(predicted, total))
         ok = (z >= threshold) & (change >= MIN_EXCESS) & (ratio >= MIN_RATIO) & (gain > 0)
