@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -244,12 +248,14 @@ PLANTED = [
 
 
 @pytest.fixture(scope="module")
-def sandbox_activity():
+def sandbox_activity(tmp_path_factory):
+    store = tmp_path_factory.mktemp("what_changed") / "store"
     with toolkit.sandbox.start(seed=5, now=NOW, notifications=20_000, incidents=PLANTED) as sb:
         client = toolkit.connect(sandbox=sb)
         activity = toolkit.read_activity(client, after="14d", progress=False)
+        toolkit.sync(client, store, since="14d", progress=False)
         windows = {i["name"]: (i["start"], i["end"]) for i in sb.incidents}
-    return {"activity": activity, **windows}
+    return {"activity": activity, "store": store, **windows}
 
 
 def explained(sandbox_activity, name, **options) -> list[dict]:
@@ -290,3 +296,25 @@ def test_an_incident_found_is_explained_from_its_own_row(sandbox_activity):
     result = toolkit.what_changed(activity, period=(outage.started_at, outage.ended_at))
     assert list(result["cause"]) == [{"provider_id": "twilio"}]
     assert "error_code" in result["summary"].iloc[0]  # how it failed: the provider's own code
+
+
+def test_a_store_is_counted_in_its_engine_and_explained_alike(sandbox_activity):
+    window = sandbox_activity["bounces"]
+    from_store = toolkit.what_changed(toolkit.open_store(sandbox_activity["store"]), period=window)
+    in_memory = toolkit.what_changed(sandbox_activity["activity"], period=window)
+    pd.testing.assert_frame_equal(from_store, in_memory)
+
+
+def test_the_command_prints_the_causes_of_the_last_days_of_a_store(sandbox_activity):
+    store = str(sandbox_activity["store"])
+    command = [sys.executable, "-m", "toolkit", "what-changed", "--since", "7d", "--store", store]
+    text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    data = json.loads(
+        subprocess.run([*command, "--json"], capture_output=True, text=True, check=True).stdout
+    )
+    assert data[0]["cause"] == {"provider_id": "twilio"}
+    assert set(data[0]) >= {"jobs", "failed", "excess", "share_of_change", "summary"}
+    assert text.splitlines()[0] == f"- {data[0]['summary']}"
+    bad = subprocess.run([*command[:-2], "--store", store, "--since", "yesterday"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "since" in bad.stderr

@@ -31,7 +31,7 @@ deviation per leaf, iDice's significance pruning):
    least `MIN_EXCESS` and by a factor of `MIN_RATIO` (a failure rate: the way the whole rate
    went; volume: either way). The variance is the binomial or Poisson noise of both windows
    pooled (the null of no change) plus an overdispersion ``(k * expected)**2`` measured on the
-   `BUSIEST` leaves (real counts vary more than by chance).
+   `BUSIEST` leaves expecting at least `MIN_BUSY` (real counts vary more than by chance).
 4. **Greedy.** The best candidate is named, its leaves count as explained, and the search
    repeats on what is left (up to `MAX_CAUSES`, each at least `MIN_SHARE` of the largest). A cause's ancestors and descendants are not named again. When the
    whole population, assumed to have changed alike, explains it best, no slice stands out: no

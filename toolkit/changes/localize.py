@@ -26,6 +26,9 @@ MIN_SHARE = 0.01
 MAX_CAUSES = 5
 #: The overdispersion is measured on this many leaves, the busiest.
 BUSIEST = 50
+#: ... among those expecting at least this many (fewer show chance, not overdispersion).
+MIN_BUSY = 20.0
+QUARTILE = 0.1015  # the first quartile of a chi-square with one degree of freedom
 MAX_DIMENSIONS = 3
 
 
@@ -189,21 +192,21 @@ def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
 
 def _overdispersed(observed, expected, variance, null) -> np.ndarray:
     """``variance`` plus ``(k * null) ** 2``, with ``k`` such that the leaves' median squared
-    z-score is that of a standard normal (0.455) among the `BUSIEST` leaves (where the extra
-    variation shows): real counts vary more than by chance, and the median keeps the
-    leaves of a cause from inflating it."""
-    busy = expected >= max(1.0, np.sort(expected)[-min(len(expected), BUSIEST)])
+    z-score's first quartile is a standard normal's (0.1015) among the `BUSIEST` leaves (where
+    the extra variation shows): real counts vary more than by chance, and the quartile keeps the
+    leaves of causes (up to three quarters of them) from inflating it."""
+    busy = expected >= max(MIN_BUSY, np.sort(expected)[-min(len(expected), BUSIEST)])
     if busy.sum() < 10:
         return variance
     e2, v, f2 = (observed - expected)[busy] ** 2, variance[busy], null[busy] ** 2
-    if np.median(e2 / v) <= 0.455:
+    if np.quantile(e2 / v, 0.25) <= QUARTILE:
         return variance
     low, high = 0.0, 1.0
-    while np.median(e2 / (v + high**2 * f2)) > 0.455 and high < 1e3:
+    while np.quantile(e2 / (v + high**2 * f2), 0.25) > QUARTILE and high < 1e3:
         high *= 2
     for _ in range(30):
         k = (low + high) / 2
-        low, high = (k, high) if np.median(e2 / (v + k**2 * f2)) > 0.455 else (low, k)
+        low, high = (k, high) if np.quantile(e2 / (v + k**2 * f2), 0.25) > QUARTILE else (low, k)
     return variance + high**2 * null**2
 
 
