@@ -116,7 +116,7 @@ class _Counts:
         self.bucket = pd.to_datetime(frame["bucket"], utc=True)
         freq = frame.attrs.get("freq")
         if freq is None:  # the buckets' spacing; a single bucket counts as an instant
-            steps = np.diff(np.unique(self.bucket.to_numpy()))
+            steps = self.bucket.drop_duplicates().sort_values().diff().dropna()
             freq = steps.min() if len(steps) else pd.Timedelta(1)
         self.first, self.end = self.bucket.min(), self.bucket.max() + pd.Timedelta(freq)
         self.dimensions = [
