@@ -318,3 +318,53 @@ def test_the_command_prints_the_causes_of_the_last_days_of_a_store(sandbox_activ
     bad = subprocess.run([*command[:-2], "--store", store, "--since", "yesterday"],
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "since" in bad.stderr
+
+
+def _slice(activity, after, before):
+    notifications, jobs, details = activity
+    notifications = notifications[notifications["created_at"].between(after, before, inclusive="left")].copy()  # fmt: skip
+    jobs = jobs[jobs["notification_id"].isin(notifications["notification_id"])]
+    details = details[details["job_id"].isin(jobs["job_id"])]
+    notifications.attrs = {**activity.attrs, "after": after, "before": before}
+    return type(activity)(notifications, jobs, details)
+
+
+def test_the_report_says_what_changed_since_the_previous_period(sandbox_activity, tmp_path):
+    from toolkit.report import report_window
+
+    activity = sandbox_activity["activity"]
+    start, end = (pd.Timestamp(t) for t in sandbox_activity["outage"])
+    report = report_window(
+        lambda after, before: _slice(activity, pd.Timestamp(after), pd.Timestamp(before)),
+        now=end.to_pydatetime(), since=start.isoformat(), out=tmp_path / "report.html",
+    )  # fmt: skip
+    html = report.path.read_text()
+    assert "What changed since the previous period" in html
+    section = html.split('id="changes"')[1].split("</section>")[0]
+    assert "provider_id=twilio: " in section
+    quiet = ("2026-10-26T12:00:00Z", "2026-10-27T12:00:00Z")
+    calm = report_window(
+        lambda after, before: _slice(activity, pd.Timestamp(after), pd.Timestamp(before)),
+        now=pd.Timestamp(quiet[1]).to_pydatetime(), since=quiet[0], out=tmp_path / "calm.html",
+    )  # fmt: skip
+    assert 'id="changes"' not in calm.path.read_text()
+
+
+def test_the_explorer_explains_its_window_against_the_one_before(sandbox_activity):
+    from toolkit.panels import ActivityFilter, ActivityPanel, Explorer
+
+    activity, (start, end) = sandbox_activity["activity"], sandbox_activity["outage"]
+    fetched = []
+
+    def fetch(value):
+        kwargs = value.to_read_kwargs(pd.Timestamp(NOW).to_pydatetime())
+        fetched.append((kwargs["after"], kwargs["before"]))
+        return _slice(activity, pd.Timestamp(kwargs["after"]), pd.Timestamp(kwargs["before"]))
+
+    panel = ActivityPanel(value=ActivityFilter(period="custom", after=start, before=end))
+    explorer = Explorer(panel, fetch, charts=[])
+    explorer.explain_button.click()
+    assert explorer.error is None and list(explorer.changes["cause"]) == [{"provider_id": "twilio"}]
+    length = pd.Timestamp(end) - pd.Timestamp(start)
+    assert [pd.Timestamp(t) for t in fetched[-1]] == [pd.Timestamp(start) - length, pd.Timestamp(start)]  # fmt: skip
+    assert "provider_id=twilio" in explorer.changes_output.outputs[0]["text"]

@@ -320,7 +320,13 @@ class Store:
         frames["jobs"] = _frame(layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(), "jobs")
         activity = Activity(**{table: frames[table] for table in layout.TABLES})
         jobs = _by_start(columns) if columns else delivery_jobs(activity)
-        return Period(activity, jobs, counts)
+        whole = None  # "What changed": counted in the engine (the feed's filters it cannot apply)
+        if not filters:
+            from toolkit.counts import delivery_counts
+            from toolkit.report.changes import WHOLE
+
+            whole = delivery_counts(self, after=start, before=end, freq=WHOLE)
+        return Period(activity, jobs, counts, whole)
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
