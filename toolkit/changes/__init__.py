@@ -42,7 +42,8 @@ rate's denominator, `toolkit.metrics.DEFINITIONS`) when the counts have a ``fini
 else its ``jobs``. A dimension whose values are only on jobs that met a failure (an error code:
 rows with a value have ``met_failure`` equal to ``jobs``, or ``failed`` equal to ``jobs`` when
 there is no ``met_failure``) says how the jobs failed, not which jobs: it is left out of the
-search and its most common value among a cause's failures is named in the sentence.
+search (for both measures) and its most common value among a cause's failures is named in the
+sentence.
 
 ``excess`` is a cause's failures (volume: jobs) above what its baseline predicts, and
 ``share_of_change`` that over the whole data's (period minus expected, summed over every leaf).

@@ -84,13 +84,13 @@ def what_changed(
     now, then = source.counts(start, end, dims), source.counts(base_start, base_end, dims)
     if not then["jobs"].sum():
         raise ParameterError("baseline", baseline, "a window with delivery jobs in it")
-    symptoms = _symptoms(now, then, dims) if measure == "failure_rate" else []
+    symptoms = _symptoms(now, then, dims)
     if measure == "failure_rate" and "finished" in now.columns:
         now, then = (f.assign(jobs=f["finished"] + f["failed"]) for f in (now, then))
     searched = [d for d in dims if d not in symptoms]
     scale = (end - start) / (base_end - base_start)
     causes, reason = explain(leaves(now, then, searched), measure, scale, alpha)
-    frame = _frame(causes, dims, measure, now, symptoms)
+    frame = _frame(causes, dims, measure, scale, now, symptoms)
     frame.attrs.update(
         reason=reason,
         measure=measure,
@@ -230,7 +230,7 @@ def _symptoms(now: pd.DataFrame, then: pd.DataFrame, dims: list[str]) -> list[st
     return out
 
 
-def _frame(causes: list[Cause], dims, measure, now, symptoms) -> pd.DataFrame:
+def _frame(causes: list[Cause], dims, measure, scale, now, symptoms) -> pd.DataFrame:
     rows = []
     for c in causes:
         rows.append(
@@ -245,7 +245,7 @@ def _frame(causes: list[Cause], dims, measure, now, symptoms) -> pd.DataFrame:
                 "baseline_rate": c.baseline_failed / c.baseline_jobs if c.baseline_jobs else np.nan,
                 "excess": c.excess,
                 "share_of_change": c.share,
-                "summary": _sentence(c, measure, _how(c, now, symptoms)),
+                "summary": _sentence(c, measure, scale, _how(c, now, symptoms)),
             }
         )
     dtypes = {"cause": "object", **dict.fromkeys(dims, "string"), **COLUMNS}
@@ -255,6 +255,8 @@ def _frame(causes: list[Cause], dims, measure, now, symptoms) -> pd.DataFrame:
 
 def _how(cause: Cause, now: pd.DataFrame, symptoms: list[str]) -> str:
     """The most common value of each symptom dimension among the cause's failures."""
+    if not cause.failed:
+        return ""
     inside = np.ones(len(now), dtype=bool)
     for name, value in cause.cause.items():
         inside &= (now[name] == value).fillna(False).to_numpy()
@@ -266,15 +268,17 @@ def _how(cause: Cause, now: pd.DataFrame, symptoms: list[str]) -> str:
     return f"; mostly {', '.join(parts)}" if parts else ""
 
 
-def _sentence(cause: Cause, measure: str, how: str) -> str:
+def _sentence(cause: Cause, measure: str, scale: float, how: str) -> str:
     where = " & ".join(f"{d}={v}" for d, v in cause.cause.items())
     share = f", {cause.share:.0%} of the change" if np.isfinite(cause.share) else ""
     if measure == "volume":
         expected = cause.jobs - cause.excess
+        rest = expected / (cause.baseline_jobs * scale) - 1 if cause.baseline_jobs else 0.0
         more = "more" if cause.excess > 0 else "fewer"
         return (
-            f"{where}: {cause.jobs:,.0f} jobs against {expected:,.0f} expected from the baseline's "
-            f"{cause.baseline_jobs:,.0f}: {abs(cause.excess):,.0f} {more}{share}."
+            f"{where}: {cause.jobs:,.0f} jobs against {cause.baseline_jobs:,.0f} in the baseline, "
+            f"{expected:,.0f} expected if it had moved as the rest did ({rest:+.0%}): "
+            f"{abs(cause.excess):,.0f} {more}{share}."
         )
     rate = cause.failed / cause.jobs if cause.jobs else np.nan
     before = cause.baseline_failed / cause.baseline_jobs if cause.baseline_jobs else np.nan
