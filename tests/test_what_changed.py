@@ -216,6 +216,7 @@ def test_bad_arguments_are_refused_by_name(options, name):
         lambda f: f.assign(jobs=f["jobs"] + 0.5),
         lambda f: f.assign(failed=f["jobs"] + 1),
         lambda f: f.drop(columns="bucket"),
+        lambda f: f[["bucket", "jobs", "failed"]],  # no dimension
     ],
 )
 def test_bad_counts_are_refused(spoil):

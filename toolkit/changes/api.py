@@ -176,6 +176,8 @@ def _source(data: Any) -> _Counts | _Engine:
 
 def _dimensions(source, dimensions) -> list[str]:
     if dimensions is None:
+        if not source.dimensions:
+            raise ParameterError("data", "a frame without dimensions", _DATA)
         return list(getattr(source, "default", source.dimensions))
     if isinstance(dimensions, str) or not isinstance(dimensions, list | tuple) or not dimensions:
         raise ParameterError("dimensions", dimensions, "a non-empty list of column names")

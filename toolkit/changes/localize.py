@@ -90,11 +90,11 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
 
     ``scale`` is the period's length over the baseline's (volume's expectation per leaf).
     """
+    if not data.jobs.sum():
+        return [], "no delivery jobs in the period"
     observed = data.failed if measure == "failure_rate" else data.jobs
     expected, variance = _expected(data, measure, scale)
     total_change = observed.sum() - expected.sum()
-    if not data.jobs.sum():
-        return [], "no jobs in the period"
     groups = _groups(data)
     tests = 1 + sum(int(g.max()) + 1 for _, g, _ in groups if len(g) and g.max() >= 0)
     threshold = _z_threshold(alpha / (2 * tests))  # two-sided
@@ -108,7 +108,7 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
         best = _best(data, measure, observed, forecast, variance, groups, found, sign, threshold)
         if best is None:
             break
-        dims, members, key, predicted = best
+        dims, members, key = best
         if not dims:  # the whole population changed alike: no slice stands out
             if not causes:
                 word = "failure rate" if measure == "failure_rate" else "volume"
@@ -263,7 +263,7 @@ def _best(data, measure, observed, forecast, variance, groups, found, sign, thre
             members = inside.copy()
             members[inside] = g == index
             best_gain = gain[index]
-            best = (dims, members, tuple(codes[index]), leaf_predicted[g == index])
+            best = (dims, members, tuple(codes[index]))
     return best
 
 
