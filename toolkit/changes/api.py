@@ -82,11 +82,12 @@ def what_changed(
     dims = _dimensions(source, dimensions)
     (start, end), (base_start, base_end) = _windows(source, period, baseline)
     now, then = source.counts(start, end, dims), source.counts(base_start, base_end, dims)
-    if not then["jobs"].sum():
-        raise ParameterError("baseline", baseline, "a window with delivery jobs in it")
     symptoms = _symptoms(now, then, dims)
     if measure == "failure_rate" and "finished" in now.columns:
         now, then = (f.assign(jobs=f["finished"] + f["failed"]) for f in (now, then))
+    if not then["jobs"].sum():
+        window = (to_iso(base_start), to_iso(base_end))
+        raise ParameterError("baseline", window, "a window with (finished or failed) delivery jobs")
     searched = [d for d in dims if d not in symptoms]
     scale = (end - start) / (base_end - base_start)
     causes, reason = explain(leaves(now, then, searched), measure, scale, alpha)
