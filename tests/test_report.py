@@ -39,8 +39,8 @@ from toolkit.schemas import CHANNELS
 from toolkit.timeutil import to_iso
 
 GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
-SECTIONS = ("report-header", "findings", "headline", "by-provider", "charts", "top-failures",
-            "completeness", "glossary", "provenance")  # fmt: skip
+SECTIONS = ("report-header", "findings", "changes", "headline", "by-provider", "charts",
+            "top-failures", "completeness", "glossary", "provenance")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,17 @@
-"""``python -m toolkit {sandbox,report,incidents,sync} ...``"""
+"""``python -m toolkit {sandbox,report,incidents,what-changed,sync} ...``"""
 
 from __future__ import annotations
 
 import os
 import sys
 
-USAGE = """usage: python -m toolkit {sandbox,report,incidents,sync} [options]
+USAGE = """usage: python -m toolkit {sandbox,report,incidents,what-changed,sync} [options]
 
   sandbox   serve the local sandbox service (python -m toolkit sandbox --help)
   report    write the shareable HTML delivery report (python -m toolkit report --help)
   incidents print the incidents of a window (python -m toolkit incidents --help)
+  what-changed
+            the slices that explain a window against the one before (--help)
   sync      keep a store of activity current on disk (python -m toolkit sync --help)
 """
 
@@ -20,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command in {"report", "incidents"}:
+    if command in {"report", "incidents", "what-changed"}:
         from toolkit._cli import start_sandbox
 
         start_sandbox(rest)  # with nothing configured: while the command is imported
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         from toolkit.report.cli import main as run
     elif command == "incidents":
         from toolkit.incidents.cli import main as run
+    elif command == "what-changed":
+        from toolkit.changes.cli import main as run
     elif command == "sync":
         from toolkit.store.cli import main as run
     else:

@@ -402,6 +402,9 @@ class Explorer:
         The charts shown.
     error : Exception or None
         The last refresh's error, also shown in ``panel.output``.
+    changes : DataFrame or None
+        The last `explain`: what changed in the window shown against the one before it (the
+        "What changed?" button).
     """
 
     def __init__(self, panel: _Panel, fetch: Callable[[Any], Any],
@@ -418,9 +421,13 @@ class Explorer:
         self.incidents.observe(self._on_pick, names="value")
         self.table = widgets.Output()
         self.plots = widgets.Output()
-        self.widget = widgets.VBox(
-            [panel.widget, self.status, self.incidents, self.table, self.plots]
-        )
+        #: Explain the window shown against the one before it (`explain`).
+        self.explain_button = widgets.Button(description="What changed?",
+                                             tooltip="this window against the one before it")  # fmt: skip
+        self.explain_button.on_click(lambda _: self._on_explain())
+        self.changes, self.changes_output = None, widgets.Output()
+        self.widget = widgets.VBox([panel.widget, self.status, self.incidents, self.explain_button,
+                                    self.changes_output, self.table, self.plots])  # fmt: skip
         self._fetched: tuple[Any, Any] | None = None
         self._listing = False
         panel.on_change(lambda value: self.refresh())
@@ -467,6 +474,36 @@ class Explorer:
             before=row["ended_at"].ceil("1min").to_pydatetime(),
             providers=() if pd.isna(provider) else (provider,),
         )
+
+    def explain(self, measure: str = "failure_rate") -> pd.DataFrame:
+        """`toolkit.what_changed` of the activity shown against the window of the same length
+        just before it, fetched with the same filters; kept in ``changes`` and shown as
+        sentences under the button."""
+        from toolkit.changes import what_changed
+        from toolkit.frames import Activity
+
+        data, value = self.data, self.panel.value
+        window = (data.attrs.get("after"), data.attrs.get("before")) if _is_activity(data) else ()
+        if not isinstance(value, ActivityFilter) or None in window or not window:
+            raise ParameterError("data", _describe(data), "activity read for a window (an ActivityPanel's)")  # fmt: skip
+        start, end = (pd.Timestamp(t) for t in window)
+        earlier = dataclasses.replace(value, period="custom", after=(start - (end - start)).to_pydatetime(), before=start.to_pydatetime())  # fmt: skip
+        previous = earlier.apply(self.fetch(earlier))
+        keys = ("notification_id", "job_id", "execution_detail_id")
+        both = Activity(*(pd.concat([a, b], ignore_index=True).drop_duplicates(key)
+                          for a, b, key in zip(previous, data, keys, strict=True)))  # fmt: skip
+        both.notifications.attrs = {**data.attrs, "after": start - (end - start)}
+        self.changes = what_changed(both, period=(start, end), measure=measure)
+        self.changes_output.outputs = ()
+        lines = list(self.changes["summary"]) or [f"Nothing stands out: {self.changes.attrs['reason']}."]  # fmt: skip
+        self.changes_output.append_stdout("\n".join(lines) + "\n")
+        return self.changes
+
+    def _on_explain(self) -> None:
+        try:
+            self.explain()
+        except Exception as error:  # shown in the panel, not raised into the widgets
+            self.panel.show_error(error)
 
     def _list(self, findings: pd.DataFrame | None) -> None:
         """Offer ``findings`` in the dropdown, none picked."""

@@ -36,7 +36,7 @@ from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
-from toolkit.report import bundle
+from toolkit.report import bundle, changes
 from toolkit.report.findings import findings as findings_section
 from toolkit.report.summary import (
     cards,
@@ -125,11 +125,15 @@ class Period:
         ``metrics.delivery_jobs`` of the whole period.
     counts : DataFrame
         ``metrics.detail_counts`` of its execution details, hourly.
+    delivery_counts : DataFrame, optional
+        ``toolkit.delivery_counts`` of the period in one bucket, for "What changed" (counted by
+        the source's engine; None: the section is left out).
     """
 
     activity: Any
     jobs: pd.DataFrame
     counts: pd.DataFrame
+    delivery_counts: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,8 @@ def period_of(source: Any, after: datetime, before: datetime) -> Period:
         spec = [column for column in layout.SPECS[table] if column.name in rows[table].column_names]
         frames.append(layout.frame_from_arrow(rows[table], spec))
         frames[-1].attrs = {"after": pd.Timestamp(after), "before": pd.Timestamp(before)}
-    return Period(Activity(*frames), metrics.delivery_jobs(source, **window), detail_counts(source, **window))  # fmt: skip
+    jobs, counted = metrics.delivery_jobs(source, **window), detail_counts(source, **window)
+    return Period(Activity(*frames), jobs, counted, changes.period_counts(Window(source, after, before)))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -349,24 +354,27 @@ def report_window(
     out = check_out(out)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent == "process":  # only the previous period's headline crosses back
+    if concurrent == "process":  # only the previous period's headline and counts cross back
         earlier_read = Forked(_previous, read, start, after)
         try:  # the window's contents first: the child ends meanwhile, on the other core
-            contents = _contents(_period(read(after, before), "activity"), None, None, top)
+            activity = read(after, before)
+            contents = _contents(_period(activity, "activity"), None, None, top)
         except BaseException:
             earlier_read.cancel()
             raise
-        contents["previous"], earlier = earlier_read.result()
+        contents["previous"], earlier, earlier_counts = earlier_read.result()
     else:
         if concurrent:  # the previous period is read while the window is
             with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
                 earlier_read = pool.submit(_previous, read, start, after)
                 activity = read(after, before)
-                previous, earlier = earlier_read.result()
-        else:  # the previous period first: only its headline is kept
-            previous, earlier = _previous(read, start, after)
+                previous, earlier, earlier_counts = earlier_read.result()
+        else:  # the previous period first: only its headline and counts are kept
+            previous, earlier, earlier_counts = _previous(read, start, after)
             activity = read(after, before)
         contents = _contents(_period(activity, "activity"), previous, None, top)
+    counts = changes.period_counts(activity)
+    contents["changes"] = changes.section(counts, earlier_counts, (start, after, before))
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     from toolkit.store.state import write_text  # atomic: a failed write leaves the old report
@@ -380,15 +388,16 @@ def report_window(
 
 
 def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: datetime):
-    """The previous period's headline figures (its activity is not kept) and its provenance
-    text; None and why when it is beyond the retention."""
+    """The previous period's headline figures (its activity is not kept), its provenance text
+    and its counts for `changes`; None, why and None when it is beyond the retention."""
     try:
         previous = read(start, end)
     except RetentionError as error:
         return None, "not available: it starts before the plan's retention" + (
             f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
-        )  # fmt: skip
-    return _headline_of(previous), f"{to_iso(start)} to {to_iso(end)}"
+        ), None  # fmt: skip
+    text = f"{to_iso(start)} to {to_iso(end)}"
+    return _headline_of(previous), text, changes.period_counts(previous)
 
 
 def _headline_of(previous) -> dict[str, Any]:
@@ -430,6 +439,7 @@ def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
     return {
         "headline": headline(activity, jobs),
         "previous": before,
+        "changes": None,  # the window against the previous period (`report_window`)
         "incidents": incidents,
         "findings": findings_section(incidents, jobs, _figure_html),
         "providers": provider_table(jobs),
@@ -471,6 +481,7 @@ def _render(contents: dict[str, Any], provenance: Mapping[str, Any], generated_a
         plotlyjs=bundle.packed_plotlyjs(),
         loader=bundle.LOADER,
         findings=contents["findings"],
+        changes=contents["changes"],
         cards=cards(contents["headline"], contents["previous"]),
         providers=contents["providers"],
         charts=contents["charts"],

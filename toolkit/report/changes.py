@@ -1,0 +1,53 @@
+"""The report's "What changed since the previous period": `toolkit.what_changed` of the window
+against the previous period, for the failure rate and the volume, one sentence per cause."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+#: A bucket wider than any report's window: a period's counts are one row per combination.
+WHOLE = "36500D"
+
+
+def period_counts(read: Any) -> pd.DataFrame | None:
+    """The delivery counts of a period as the section compares them (`toolkit.delivery_counts`
+    over its default dimensions, in one bucket): of an Activity, or those a reader's `Period`
+    brings (None when it brings none)."""
+    from toolkit.counts import delivery_counts
+    from toolkit.frames import Activity
+
+    from toolkit.report import Window
+
+    if isinstance(read, Activity):
+        return delivery_counts(read, freq=WHOLE)
+    if isinstance(read, Window):  # a store's window: counted by its engine
+        return delivery_counts(read.source, after=read.after, before=read.before, freq=WHOLE)
+    return getattr(read, "delivery_counts", None)
+
+
+def section(
+    now: pd.DataFrame | None,
+    previous: pd.DataFrame | None,
+    window: tuple[datetime, datetime, datetime],
+) -> dict[str, Any] | None:
+    """The causes of the change from ``previous`` (its counts, ``window[0]`` to ``window[1]``) to
+    ``now`` (``window[1]`` to ``window[2]``): ``{"items": [{"measure", "summary"}], "checked"}``
+    (why there is none); None when a period is missing or has no delivery jobs."""
+    from toolkit.changes import MEASURES, what_changed
+
+    if now is None or previous is None or not now["jobs"].sum() or not previous["jobs"].sum():
+        return None
+    start, after, before = (pd.Timestamp(t) for t in window)
+    frame = pd.concat([previous.assign(bucket=start), now.assign(bucket=after)], ignore_index=True)
+    frame.attrs = {}  # the buckets are the two periods
+    items, reasons = [], []
+    for measure in MEASURES:
+        found = what_changed(
+            frame, period=(after, before), baseline=(start, after), measure=measure
+        )
+        items += [{"measure": measure, "summary": text} for text in found["summary"]]
+        reasons.append(f"{measure.replace('_', ' ')}: {found.attrs['reason'] or 'see above'}")
+    return {"items": items, "checked": "; ".join(reasons)}
