@@ -133,6 +133,9 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     (provider, else domain, workflow or channel), overlapping windows."""
     kind = ROW_KIND.get(planted["kind"], planted["kind"])
     providers = set(row.get("providers") or []) | {row["provider_id"]}
+    if pd.isna(row["channel"]):
+        row = row.copy()
+        row["channel"] = None
     if planted["provider_id"] is not None:
         where = planted["provider_id"] in providers
     elif planted["domain"] is not None:

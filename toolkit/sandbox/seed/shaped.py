@@ -489,7 +489,7 @@ class _Jobs:
                 window_code[hit], window_text[hit] = "503", "Service unavailable"
                 plan["hits"] = times[rows[hit]]
             elif kind == "error_spike":  # rate limited: retried, then sent (and slower)
-                hit = mine & draw._in(plan, start) & (rng.random(n) < 0.6)
+                hit = mine & draw._in(plan, start) & (rng.random(n) < 0.35)
                 window_fail[hit, 0] = True
                 window_code[hit], window_text[hit] = "RateLimited", "Sending rate exceeded"
                 plan["hits"] = times[rows[hit]]
@@ -551,6 +551,7 @@ class _Jobs:
         bounce_at = success_at + rng.integers(2e9, 90e9, n)
         events.append((job[bounce], bounce_at[bounce], "Failed", code[bounce]))
         failed = ~ok | bounce
+        met = failed | shown_fail.any(1)  # its last Failed detail's code, even if sent later
         last = np.where(bounce, bounce_at, np.where(ok, success_at, attempt_at[job, tries - 1]))
         last = np.where(rejected, sent_at, last)
         detail = pd.DataFrame({
@@ -567,8 +568,8 @@ class _Jobs:
             "type": pd.array(np.full(n, channel), dtype="string"),
             "final_status": final,
             "provider_id": pd.array(provider, dtype="string"),
-            "error_code": pd.array(np.where(failed, code, None), dtype="string"),
-            "error_text": pd.array(np.where(failed, text, None), dtype="string"),
+            "error_code": pd.array(np.where(met, code, None), dtype="string"),
+            "error_text": pd.array(np.where(met, text, None), dtype="string"),
             "first_at": start,
             "last_at": last,
         })  # fmt: skip
