@@ -430,16 +430,23 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         if row["kind"] in wanted:
             kept.append(row)
         claimed[affected] = True
-    return _one_per_domain(kept)
+    return _one_per_domain(kept, found.jobs["domain"])
 
 
-def _one_per_domain(rows: list[dict]) -> list[dict]:
+def _one_per_domain(rows: list[dict], domains: pd.Series) -> list[dict]:
     """A recipient domain rejecting mail through several providers at once is one row: the
-    providers' rows that overlap in time are joined (their providers, jobs and impact). A
-    domain's row whose failures are mostly those of a larger row of its provider (an error
-    hitting every domain) is that row's."""
+    providers' rows that overlap in time are joined (their providers, jobs and impact), and so
+    is a provider's error row whose failures are mostly that domain's. A domain's row whose
+    failures are mostly those of a larger row of its provider (an error hitting every domain)
+    is that row's."""
     out: list[dict] = []
+    bounced = {row["keys"]["domain"] for row in rows if row["kind"] == "domain_bounces"}
     for row in rows:
+        if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
+            top = domains.iloc[row["affected"]].value_counts(normalize=True)
+            if len(top) and top.index[0] in bounced and top.iloc[0] >= MOST:
+                row = {**row, "kind": "domain_bounces",
+                       "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
         if row["kind"] == "domain_bounces" and any(
             other["kind"] != "domain_bounces"
             and len(other["affected"]) > len(row["affected"])

@@ -7,8 +7,8 @@ week in the other weeks of the history (scaled to the cell's usual weekly total,
 ``baseline=``): a daily and weekly rhythm, nightly batches and weekly newsletters are in it, a
 one-off burst in one week is not. Groups (channel, provider, workflow) sum their cells. How much a
 cell's hourly counts vary around that median is its dispersion: the mean squared Pearson
-residual of the history's own weeks (each against the median of the others; the largest 1% left
-out, they are the history's own incidents), 1 for a Poisson count (a batch sent at the same hour
+residual of the history's own weeks (each against the median of the others; the largest 0.5%
+left out, they are the history's own incidents), 1 for a Poisson count (a batch sent at the same hour
 every day varies little, people's own sends and their bursts more); a group's counts are then tested as quasi-Poisson, with the variance the sum of
 its cells' (dispersion x expected).
 """
@@ -34,7 +34,7 @@ MIN_WEEKS = 3
 #: The median of a chi-square variable with one degree of freedom (a squared standard normal).
 CHI2_MEDIAN = 0.4549
 #: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
-TRIM = 0.01
+TRIM = 0.005
 
 
 def job_counts(jobs: pd.DataFrame) -> pd.DataFrame:
