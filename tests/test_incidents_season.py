@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolkit import metrics
+from toolkit import delivery_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
@@ -111,7 +111,7 @@ def test_counts_are_a_baseline_too(shaped):
     after = NOW - pd.Timedelta(days=1)
     activity, _ = shaped.window(after, NOW)
     history, _ = shaped.window(after - HISTORY, after)
-    counts = season.job_counts(metrics.delivery_jobs(history))
+    counts = delivery_counts(history, by=season.CELL)
     counts.attrs.update(after=(after - HISTORY).isoformat(), before=after.isoformat())
     found = find_incidents(activity, baseline=counts)
     same = find_incidents(activity, baseline=history)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit import metrics
+from toolkit.counts import delivery_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import season, tables, volume
 from toolkit.incidents.scan import (
@@ -136,7 +137,7 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counts = season.job_counts(jobs)
+        counts = delivery_counts(activity, by=season.CELL)
         seasonal = season.build(counts, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
@@ -221,21 +222,37 @@ def _window(activity: Any, jobs: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.
 
 def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, tuple]:
     """The baseline's delivery jobs (an Activity: also the failure scans' baseline) and the
-    volume's history: ``(counts, (after, before))``, or ``()`` when there is none."""
+    volume's history: ``(counts, (after, before))`` (`toolkit.delivery_counts` by
+    `season.CELL`, hourly), or ``()`` when there is none. A store gives the `HISTORY` before
+    the window that it holds."""
+    from toolkit.store import Store
+
     if baseline is None:
         return None, ()
+    if isinstance(baseline, Store):
+        first, watermark = baseline.window
+        if first is None or first >= after:
+            raise ParameterError("baseline", str(baseline.path),
+                                 f"a store holding time before the window ({after.isoformat()})")  # fmt: skip
+        start, end = max(first, after - HISTORY), min(after, watermark)
+        counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
+        return None, (counts, (start, end))
     if isinstance(baseline, pd.DataFrame):
-        if not {"bucket", "jobs", *season.CELL} <= set(baseline.columns):
+        if (
+            not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)
+            or baseline.attrs.get("freq", season.HOUR) != season.HOUR
+        ):
             raise ParameterError("baseline", f"a frame with columns {list(baseline.columns)[:8]}",
-                                 "an Activity, a Store, or counts (toolkit.delivery_counts) by "
-                                 f"{list(season.CELL)} at freq='1h'")  # fmt: skip
+                                 "an Activity, a Store, or toolkit.delivery_counts(..., "
+                                 f"freq='1h', by={list(season.CELL)})")  # fmt: skip
         return None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
     try:
         base_jobs = metrics.delivery_jobs(baseline)
     except ParameterError as error:
         raise ParameterError("baseline", error.value, error.allowed) from None
     at = pd.DatetimeIndex(base_jobs["triggered_at"].dropna())
-    return base_jobs, (season.job_counts(base_jobs), _span(baseline.attrs, at))
+    counts = delivery_counts(baseline, by=season.CELL)
+    return base_jobs, (counts, _span(baseline.attrs, at))
 
 
 def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:

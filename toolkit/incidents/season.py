@@ -1,8 +1,8 @@
 """Volume against a seasonal baseline: what each group normally sends at each hour of the week,
 and how much it varies.
 
-Counts come as a counts frame (one row per hour ``bucket`` and (channel, provider_id, workflow),
-with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
+Counts come as `toolkit.delivery_counts` frames (one row per hour ``bucket`` and (channel,
+provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
 week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`) (the window itself when it spans `MIN_WEEKS` weeks, else
 ``baseline=``): a daily and weekly rhythm, nightly batches and weekly newsletters are in it, a
 one-off burst in one week is not. Groups (channel, provider, workflow) sum their cells. How much a
@@ -35,15 +35,6 @@ MIN_WEEKS = 3
 CHI2_MEDIAN = 0.4549
 #: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
 TRIM = 0.005
-
-
-def job_counts(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Delivery jobs per hour of their trigger and cell: the counts frame's shape (``bucket``,
-    `CELL`, ``jobs``) from `toolkit.metrics.delivery_jobs`."""
-    keys = {"bucket": jobs["triggered_at"].dt.floor(HOUR)}
-    keys.update({name: jobs[name].astype("string") for name in CELL})
-    counted = pd.DataFrame(keys).groupby(list(keys), dropna=False, observed=True).size()
-    return counted.rename("jobs").reset_index()
 
 
 @dataclass

@@ -39,6 +39,9 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
     """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
     keys, cells = groups
+    if not low:  # a spike starts and ends on hours with jobs
+        sent = np.flatnonzero(season.observed[cells[pick.group], pick.first : pick.stop].sum(0))
+        pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
     observed, expected = pick.events, pick.expected

@@ -251,7 +251,8 @@ class _Draw:
         })  # fmt: skip
         notes.attrs = {"after": self.start.isoformat(), "before": self.now.isoformat()}
         jobs, details = _Jobs(self, _rng(self.seed, "jobs")).build(times, who, flows)
-        jobs["notification_id"] = notes["notification_id"].array.take(jobs["notification_id"])
+        for frame in (jobs, details):  # positions of the notifications -> their ids
+            frame["notification_id"] = notes["notification_id"].array.take(frame["notification_id"])
         for plan in self.plans:
             plan.setdefault("hits", np.zeros(0, dtype="int64"))
             plan["hits"] = pd.to_datetime(np.sort(plan["hits"]), utc=True)
@@ -406,6 +407,7 @@ class _Jobs:
         details = details[details["created_at"] < draw.now.value]
         details = pd.DataFrame({
             "job_id": jobs["job_id"].array.take(details["job"].to_numpy()),
+            "notification_id": jobs["notification_id"].to_numpy().take(details["job"].to_numpy()),
             "status": pd.array(details["status"].to_numpy(), dtype="string"),
             "created_at": pd.to_datetime(details["created_at"].to_numpy(), utc=True),
             "raw": pd.array(details["raw"].to_numpy(), dtype="string"),
