@@ -121,13 +121,13 @@ def find_incidents(
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
     after, before = _window(activity, jobs)
-    base_jobs, history = _baseline(baseline, after)
-    if base_jobs is None:
-        baseline = None  # counts or a store: the volume's history only
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
     checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
     if jobs.empty or after is None:
         return empty("no delivery jobs in the activity", checked)
+    base_jobs, history = _baseline(baseline, after)
+    if base_jobs is None:
+        baseline = None  # counts or a store: the volume's history only
     step = _freq(freq, before - after)
     grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
@@ -447,21 +447,23 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         if row["kind"] in wanted:
             kept.append(row)
         claimed[affected] = True
-    return _one_per_domain(kept, found.jobs["domain"])
+    return _one_per_domain(kept, found.jobs)
 
 
-def _one_per_domain(rows: list[dict], domains: pd.Series) -> list[dict]:
+def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     """A recipient domain rejecting mail through several providers at once is one row: the
     providers' rows that overlap in time are joined (their providers, jobs and impact), and so
-    is a provider's error row whose failures are mostly that domain's. A domain's row whose
-    failures are mostly those of a larger row of its provider (an error hitting every domain)
-    is that row's."""
+    is a provider's error row whose failures are mostly one domain's (at least `MOST` of them,
+    and twice that domain's share of the provider's sends then). A domain's row whose failures
+    are mostly those of a larger row of its provider (an error hitting every domain) is that
+    row's."""
     out: list[dict] = []
-    bounced = {row["keys"]["domain"] for row in rows if row["kind"] == "domain_bounces"}
     for row in rows:
         if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
-            top = domains.iloc[row["affected"]].value_counts(normalize=True)
-            if len(top) and top.index[0] in bounced and top.iloc[0] >= MOST:
+            top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
+            period = jobs.iloc[row["first"] : row["last"] + 1]
+            sent = period["domain"][_pair_is(period, row["keys"])]
+            if len(top) and top.iloc[0] >= MOST and top.iloc[0] >= 2 * sent.eq(top.index[0]).mean():
                 row = {**row, "kind": "domain_bounces",
                        "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
         if row["kind"] == "domain_bounces" and any(
