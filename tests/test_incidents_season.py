@@ -139,3 +139,44 @@ def test_a_one_off_week_does_not_move_the_season():
     weeks[0, 2, 50:52] = 500  # a campaign in one week
     weeks[0, 1, 80:86] = 0  # an outage in another
     assert np.allclose(season.center(weeks), 10.0)
+
+
+def test_an_outage_ends_at_its_own_last_failure_not_a_later_one_of_the_provider(shaped):
+    """Failures of another code on the provider just after the outage are not the outage's."""
+    activity, planted = shaped.window(NOW - pd.Timedelta(days=1), NOW)
+    outage = planted_of(planted, "provider_outage")
+    notes, jobs, details = activity
+    created = jobs["notification_id"].map(notes.set_index("notification_id")["created_at"])
+    after = jobs.index[
+        jobs["provider_id"].eq(outage["provider_id"]).fillna(False)
+        & (created > outage["end"]).to_numpy()
+        & (created < outage["end"] + pd.Timedelta("90min")).to_numpy()
+    ][:3]
+    assert len(after) == 3
+    jobs = jobs.copy()
+    jobs.loc[after, ["final_status", "error_code"]] = ["failed", "OTHER"]
+    last = details.groupby("job_id")["created_at"].max()
+    extra = pd.DataFrame({
+        "job_id": jobs.loc[after, "job_id"].to_numpy(),
+        "notification_id": jobs.loc[after, "notification_id"].to_numpy(),
+        "status": "Failed",
+        "created_at": last.reindex(jobs.loc[after, "job_id"]).to_numpy() + pd.Timedelta("1s"),
+        "raw": '{"code": "OTHER"}',
+    }).astype(details.dtypes.to_dict())  # fmt: skip
+    changed = type(activity)(notes, jobs, pd.concat([details, extra], ignore_index=True))
+    found = find_incidents(changed, kinds=["provider_outage"])
+    row = found[found["provider_id"].eq(outage["provider_id"])].iloc[0]
+    assert row["ended_at"] <= outage["end"] + pd.Timedelta("10min")
+    assert row["error_code"] == "503"
+
+
+def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
+    _, planted, found = week
+    limited = planted_of(planted, "error_spike")
+    rows = found[
+        found["provider_id"].eq(limited["provider_id"]).fillna(False)
+        & (found["started_at"] <= limited["end"])
+        & (found["ended_at"] >= limited["start"])
+    ]
+    assert list(rows["kind"]) == ["error_spike"]
+    assert rows.iloc[0]["error_code"] == "RateLimited"

@@ -417,6 +417,8 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
     subscribers = found.jobs["subscriber_id"]
     for row in candidates:
         row["affected"] = found.affected(row)
+        if row["scan"] == "provider":
+            _to_its_cause(found, row)
         row["kind"] = _kind(found, row, outage_rate)
         events = (
             row["affected"]
@@ -484,13 +486,36 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
             row["keys"]["provider_id"]
         )
         same["affected"] = np.union1d(same["affected"], row["affected"])
-        jobs, events = same["jobs"] + row["jobs"], same["events"] + row["events"]
+        trials, events = same["jobs"] + row["jobs"], same["events"] + row["events"]
         base = same["base_rate"] * same["jobs"] + row["base_rate"] * row["jobs"]
-        same.update(jobs=jobs, events=events, rate=events / jobs, base_rate=base / jobs,
+        same.update(jobs=trials, events=events, rate=events / trials, base_rate=base / trials,
                     start=min(same["start"], row["start"]), end=max(same["end"], row["end"]),
                     ongoing=same["ongoing"] or row["ongoing"],
                     p_value=min(same["p_value"], row["p_value"]))  # fmt: skip
     return out
+
+
+def _to_its_cause(found: _Found, row: dict) -> None:
+    """A provider's failing period ends (starts) at the last (first) failure of its main error
+    code when most failures have it, not at an unrelated failure of the provider after it."""
+    affected = row["affected"]
+    codes = found.jobs["error_code"].iloc[affected]
+    if not len(affected) or codes.isna().all():
+        return
+    main = codes.value_counts()
+    if main.iloc[0] < MOST * len(affected):
+        return
+    own = affected[codes.eq(main.index[0]).fillna(False).to_numpy()]
+    first, last = int(own[0]), int(own[-1])
+    if (first, last) == (row["first"], row["last"]):
+        return
+    row["affected"] = affected[(affected >= first) & (affected <= last)]
+    groups, table = found.groups["provider"], found.jobs
+    trials = int((groups.trial[first : last + 1] == groups.parent[row["group"]]).sum())
+    events = len(row["affected"])
+    row.update(first=first, last=last, start=table["at"].iloc[first],
+               end=max(tables.event_end(table, last), table["at"].iloc[first]),
+               jobs=trials, events=events, rate=events / max(trials, 1))  # fmt: skip
 
 
 def _one_volume_row(rows: list[dict]) -> list[dict]:

@@ -143,14 +143,17 @@ def center(weekly: np.ndarray) -> np.ndarray:
 
 def dispersion(weekly: np.ndarray) -> np.ndarray:
     """Each cell's dispersion (at least 1) from its weeks (cells x weeks x 168): the mean
-    squared Pearson residual of each week's hours against the median of the other weeks, the
-    largest `TRIM` left out."""
+    squared Pearson residual of each week's hours against the median of the other weeks (at
+    least 0.5; hours where nothing was expected nor sent left out), the largest `TRIM` left
+    out."""
     out = np.ones(len(weekly))
     residuals = []
     for week in range(weekly.shape[1]):
         expected = center(np.delete(weekly, week, axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            residuals.append(np.where(expected >= 1, (weekly[:, week] - expected) ** 2 / expected, np.nan))  # fmt: skip
+        seen = weekly[:, week]
+        counted = (expected >= 1) | (seen > 0)  # a burst where little is expected counts
+        expected = np.maximum(expected, 0.5)
+        residuals.append(np.where(counted, (seen - expected) ** 2 / expected, np.nan))
     stacked = np.concatenate(residuals, axis=1)
     for group, values in enumerate(stacked):
         values = values[~np.isnan(values)]

@@ -289,7 +289,7 @@ class _Draw:
         out = []
         for zone, share in ((0, 0.4), (1, 0.6)):
             local = self._local(zone)
-            weekly = np.where(local.dayofweek >= 5, 1 / 3, 1.0)
+            weekly = np.where(local.day_of_week >= 5, 1 / 3, 1.0)
             shape = _diurnal(local.hour + 0.5) * weekly
             for name, peak in (("tx", 60), ("login", 25), ("activity", 60), ("reset", 8)):
                 times = self._hourly(rng, shape * peak * share * self.scale)
@@ -300,7 +300,7 @@ class _Draw:
     def _office(self, rng: np.random.Generator) -> tuple:
         """Chat alerts: only in the office hours of the first zone, on weekdays."""
         local = self._local(0)
-        office = (local.hour >= 9) & (local.hour < 18) & (local.dayofweek < 5)
+        office = (local.hour >= 9) & (local.hour < 18) & (local.day_of_week < 5)
         times = self._hourly(rng, np.where(office, 25.0, 0.0) * self.scale)
         who = self._audience(rng, len(times), self.sub_zone == 0)
         return times, who, np.full(len(times), self.workflow["alerts"])
@@ -339,7 +339,7 @@ class _Draw:
         out = []
         for zone in (0, 1):
             local = self._local(zone)
-            starts = self.hours[(local.hour == 10) & (local.dayofweek == self.newsletter_day)].asi8
+            starts = self.hours[(local.hour == 10) & (local.day_of_week == self.newsletter_day)].asi8
             members = np.flatnonzero(self.newsletter_members & (self.sub_zone == zone))
             out.append(self._scheduled(rng, starts, members, 3600, 0.97))
         times = np.concatenate([t for t, _ in out])
