@@ -1,20 +1,29 @@
-"""`toolkit.find_incidents` on 100,000 notifications: time against the 2 s target.
+"""`toolkit.find_incidents` on 100,000 notifications: time against the 2 s target, and against
+the code of another commit (default ``main``) measured in the same run.
 
-The activity is the seeded sandbox's own documents (with its three default incidents) turned
-into frames by `toolkit.frames`, as `read_activity` returns them, without HTTP. The baseline
-measured in the same run is `toolkit.metrics.delivery_jobs`, the one pass over the frames that
-any analysis of them pays first; the ratio says what the detection costs on top of it. Best of
-``--repeat`` runs.
+Two activities: the seeded sandbox's own documents (with its three default incidents; 14 days,
+too short for a weekly season) turned into frames by `toolkit.frames`, as `read_activity`
+returns them, without HTTP; and 28 days of traffic shaped like a real product's
+(`toolkit.sandbox.seed.shaped`, its own weeks the seasonal baseline). The baseline measured in
+the same run is `toolkit.metrics.delivery_jobs`, the one pass over the frames that any analysis
+of them pays first; the ratio says what the detection costs on top of it. The other commit's
+code runs in a child process on the same activities. Best of ``--repeat`` runs.
 
-    python benchmarks/bench_incidents.py [--notifications 100000] [--repeat 3]
+    python benchmarks/bench_incidents.py [--notifications 100000] [--repeat 3] [--against main]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-from accuracy_incidents import seeded_activity
+import pandas as pd
+from common import baseline_tree
 
 from toolkit import metrics
 from toolkit.incidents import find_incidents
@@ -32,22 +41,62 @@ def best_of(repeat: int, run) -> tuple[float, object]:
     return min(times), result
 
 
+def activities(notifications: int) -> dict:
+    """The two activities of about ``notifications`` notifications each."""
+    from accuracy_incidents import seeded_activity
+
+    from toolkit.sandbox.seed.shaped import shaped_traffic
+
+    seeded, _ = seeded_activity(7, NOW, notifications)
+    end = pd.Timestamp(NOW)
+    traffic = shaped_traffic(7, end, scale=notifications / 56_000)
+    shaped, _ = traffic.window(end - pd.Timedelta(days=28), end)
+    return {"sandbox 14 d": seeded, "shaped 28 d": shaped}
+
+
+def timings(named: dict, repeat: int) -> dict:
+    out = {}
+    for name, activity in named.items():
+        base, _ = best_of(repeat, lambda a=activity: metrics.delivery_jobs(a))
+        took, found = best_of(repeat, lambda a=activity: find_incidents(a))
+        out[name] = {"size": len(activity.notifications), "base": base, "took": took,
+                     "rows": len(found)}  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notifications", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", default="main", help="the commit to compare with")
+    parser.add_argument("--pickled", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    began = time.perf_counter()
-    activity, planted = seeded_activity(7, NOW, args.notifications)
-    print(f"data: {activity} in {time.perf_counter() - began:.0f} s")
-    base, _ = best_of(args.repeat, lambda: metrics.delivery_jobs(activity))
-    took, found = best_of(args.repeat, lambda: find_incidents(activity))
-    print(f"metrics.delivery_jobs: {base:.2f} s (baseline)")
-    print(f"find_incidents:        {took:.2f} s ({took / base:.1f}x the baseline; target "
-          f"< {TARGET_S:.0f} s: {'met' if took < TARGET_S else 'NOT met'})")  # fmt: skip
-    print(f"found {len(found)} incidents, {len(planted)} planted:")
-    for sentence in found["summary"]:
-        print(f"  - {sentence}")
+    if args.pickled:  # the child: this tree's numbers on the parent's activities
+        print(json.dumps(timings(pd.read_pickle(args.pickled), args.repeat)))
+        return
+    named = activities(args.notifications)
+    mine = timings(named, args.repeat)
+    here = Path(__file__).resolve().parent
+    with baseline_tree(args.against) as tree:
+        pickled = Path(tree) / "activities.pkl"
+        pd.to_pickle(named, pickled)
+        env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{here}"}
+        child = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--pickled", str(pickled),
+             "--repeat", str(args.repeat)],
+            env=env, capture_output=True, text=True, cwd=tree,
+        )  # fmt: skip
+    theirs = json.loads(child.stdout.strip().splitlines()[-1]) if child.returncode == 0 else {}
+    if child.returncode:
+        print(f"{args.against}: failed ({child.stderr.strip().splitlines()[-1:]})")
+    for name, row in mine.items():
+        other = theirs.get(name)
+        vs = (f"; {args.against}: {other['took']:.2f} s, {other['rows']} rows "
+              f"({row['took'] / other['took']:.2f}x)" if other else "")  # fmt: skip
+        print(f"{name} ({row['size']:,} notifications): find_incidents {row['took']:.2f} s "
+              f"({row['took'] / row['base']:.1f}x metrics.delivery_jobs {row['base']:.2f} s; "
+              f"target < {TARGET_S:.0f} s: {'met' if row['took'] < TARGET_S else 'NOT met'}), "
+              f"{row['rows']} rows{vs}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -194,3 +194,18 @@ def test_monitor_persists_into_a_store(live, tmp_path):
     _equal(store.read(after=monitor.window[0]), monitor.activity)
     with pytest.raises(ParameterError, match="a directory"):
         Monitor(client, store=path / "state.json")
+
+
+def test_the_alerts_use_the_store_history_before_the_window_as_baseline(live, tmp_path):
+    sandbox, client = live
+    path = tmp_path / "store"
+    toolkit.sync(client, path, since="2d", progress=False)
+    monitor = Monitor(client, charts=[], since="12h", store=path)
+    monitor.poll_once()
+    assert monitor.error is None
+    # two days of history: too short for a weekly season, and said so
+    assert "baseline (" in monitor.incidents.attrs["baseline"]
+    assert "fewer than 3 weeks" in monitor.incidents.attrs["baseline"]
+    without = Monitor(client, charts=[], since="12h")
+    without.poll_once()
+    assert "no baseline= was given" in without.incidents.attrs["baseline"]

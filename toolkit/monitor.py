@@ -6,7 +6,8 @@ range: new notifications appear, and those in flight are read again until they s
 Monitor's frames equal a direct read of its window at the moment of the poll, statuses included.
 It keeps a bounded window (``keep``), can persist what it reads into a store (``store=``, see
 `toolkit.sync`), and evaluates `toolkit.find_incidents` on its window at each poll to raise
-alerts (`toolkit.alerts`).
+alerts (`toolkit.alerts`), with the store's weeks before the window as the baseline when it
+persists into a store that holds them (a quiet night or a weekly batch is then normal).
 
 >>> monitor = Monitor(client, interval=10, channels=["sms"], on_alert=print)
 >>> monitor               # in a notebook: a status line, the alerts and the charts
@@ -243,7 +244,7 @@ class Monitor:
     def _evaluate(self, now: datetime) -> None:
         from toolkit.incidents import find_incidents
 
-        self.incidents = find_incidents(self.activity)
+        self.incidents = find_incidents(self.activity, baseline=self._history())
         if self._alerts.evaluate(self.incidents, now):
             rows = [
                 f"<li><b>{a['state']}</b> {to_iso(a['at'])}: {html.escape(str(a['summary']))}</li>"
@@ -251,6 +252,17 @@ class Monitor:
             ]
             firing = len(self._alerts.firing)
             self.alert_list.value = f"<b>{firing} alert(s) firing</b><ul>{''.join(rows)}</ul>"
+
+    def _history(self) -> Any:
+        """What normal looks like for the alerts: the store's weeks before the window when the
+        Monitor persists into a store that holds some (else the window's own comparison)."""
+        if self.store is None:
+            return None
+        from toolkit.store import open_store
+
+        store = open_store(self.store)
+        first = store.window[0]
+        return store if first is not None and first < self.window[0] else None
 
     def _show_error(self, message: str, replace: bool = False) -> None:
         if replace:

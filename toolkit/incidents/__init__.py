@@ -19,10 +19,36 @@ stale_credentials      (channel, provider, error code)       as error_spike
 domain_bounces         (email, provider, recipient domain)   met a failure / sent to the domain
 latency_degradation    (channel, provider)                   time to send above the baseline's
                                                              90th percentile / sent
-volume_drop            (channel, provider) and (channel)     notifications sent there / all
-                                                             notifications (too few)
+volume_drop,           (channel), (channel, provider),       delivery jobs per hour against the
+volume_spike,          (workflow)                            seasonal baseline (below)
+traffic_shift
 =====================  ====================================  ==================================
 
+The seasonal baseline (volume)
+------------------------------
+Traffic has a daily and weekly rhythm, so volume is compared with what each group usually sends
+at that hour of that day of the week. `toolkit.delivery_counts` counts delivery jobs per hour and
+(channel, provider, workflow); a cell's expected count at an hour is the median of the same
+hour of the week in other weeks, scaled to the cell's usual weekly total (`season.center`). The
+weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
+weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
+counts query) or such counts. How much counts vary is measured on the same weeks, not assumed:
+each cell's and group's dispersion (mean squared Pearson residual, quasi-Poisson) and how much
+whole days vary together; a period of expected count ``e`` has variance ``dispersion * e +
+spread * e**2`` (`scan.CountScan`). A group's period with at most ``1 / min_ratio`` of its
+expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and
+two hours of its busiest traffic, a ``volume_spike`` (recurring batches are in the season, so
+only what departs from it is). Rows of one direction and time whose missing (extra) jobs are
+mostly another's are one: the group that departs most (a workflow that stopped, not every
+channel it sends on). A provider's spike while another provider of its channel sends about as
+much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume
+is compared as before, as each (channel, provider)'s and channel's share of the notifications
+against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows'
+summary say so. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
+group's jobs per notification.
+
+Failures
+--------
 Every contiguous run of buckets of every group is a candidate period. Each group's best one (the
 largest likelihood ratio: Kulldorff's Bernoulli scan statistic) is tested with the exact
 conditional test of its count against the **baseline**: the rest of the window, or the same group
@@ -47,9 +73,10 @@ outage), stale_credentials (an error the service does not retry, and the subscri
 not succeed again on that provider; with too few sent to again, a code or message saying token,
 credential, registration, 401/403/410... that lasts to the end of the window), provider_outage (at least ``outage_rate`` of the sends
 failed and the service retried most of them), error_spike, provider_outage below
-``outage_rate`` (many codes at once), latency_degradation. A channel gone silent is one
-volume_drop row (its providers' rows are dropped unless exactly one provider is silent). No rule
-depends on a provider's name.
+``outage_rate`` (many codes at once), latency_degradation (dropped when most of its slow jobs are
+a kept row's failures: a retried error slows what it retries). A domain bouncing through several
+providers is one domain_bounces row (``providers`` names them), and an error row whose failures
+are mostly that domain's joins it. No rule depends on a provider's, workflow's or hour's name.
 
 Impact: ``notifications``, ``subscribers`` and ``workflows`` (most hit first) of the jobs of the
 group in the period that met the problem (a failed attempt, even if a retry succeeded later;
@@ -57,7 +84,8 @@ every send of a latency degradation); for a volume drop, ``notifications`` is th
 expected minus sent, ``subscribers`` 0. ``jobs``, ``failed_jobs``, ``failure_rate`` are the
 trials, events and their share in the period; ``baseline_rate`` the baseline's share. An empty
 result has every column; ``attrs["reason"]`` says why (no jobs, a window too short for a
-baseline, nothing departs) and ``attrs["checked"]`` what was examined.
+baseline, nothing departs), ``attrs["checked"]`` what was examined and ``attrs["baseline"]``
+what the volume was compared with.
 """
 
 from toolkit.incidents.detect import find_incidents

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 from toolkit import metrics
+from toolkit.counts import delivery_counts
 from toolkit.errors import ParameterError
-from toolkit.incidents import tables
+from toolkit.incidents import season, tables, volume
 from toolkit.incidents.scan import (
     PSEUDO_EVENTS,
     PSEUDO_TRIALS,
@@ -53,8 +54,12 @@ SCANS_OF = {
     "stale_credentials": ("code",),
     "domain_bounces": ("domain",),
     "latency_degradation": ("latency",),
-    "volume_drop": ("volume", "channel_volume"),
+    "volume_drop": ("volume", "channel_volume"),  # without a season only
+    "volume_spike": (),
+    "traffic_shift": (),
 }
+#: The kinds a seasonal baseline decides.
+VOLUME = frozenset(("volume_drop", "volume_spike", "traffic_shift"))
 #: Which kind wins when two rows are one incident (first wins); see the package docstring.
 PRECEDENCE = (
     "domain_bounces",
@@ -65,6 +70,8 @@ PRECEDENCE = (
     "latency_degradation",
     "volume_drop",
 )
+#: How much history a Store baseline is asked for (weeks before the window).
+HISTORY = pd.Timedelta(days=28)
 
 
 def find_incidents(
@@ -113,17 +120,14 @@ def find_incidents(
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
-    base_jobs = None
-    if baseline is not None:
-        try:
-            base_jobs = metrics.delivery_jobs(baseline)
-        except ParameterError as error:
-            raise ParameterError("baseline", error.value, error.allowed) from None
     after, before = _window(activity, jobs)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
     checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
     if jobs.empty or after is None:
         return empty("no delivery jobs in the activity", checked)
+    base_jobs, history = _baseline(baseline, after)
+    if base_jobs is None:
+        baseline = None  # counts or a store: the volume's history only
     step = _freq(freq, before - after)
     grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
@@ -131,7 +135,18 @@ def find_incidents(
         reason = (f"the window ({before - after}) is too short to compare a period with the rest "
                   "of it: read a longer window or pass baseline=")  # fmt: skip
         return empty(reason, checked)
+    seasonal = None
+    if VOLUME & set(wanted):
+        counts = delivery_counts(activity, by=season.CELL)
+        seasonal = season.build(counts, after, before, *history)
+        if isinstance(seasonal, str):
+            checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
+                                   "the rest of the window")  # fmt: skip
+        else:
+            checked["baseline"] = f"expected counts: {seasonal.source}"
     names = {name for kind in wanted for name in SCANS_OF[kind]}
+    if not isinstance(seasonal, str):
+        names -= {"volume", "channel_volume"}
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
@@ -141,7 +156,11 @@ def find_incidents(
         for name in names
     }
     scans = {name: found.scan(name, rule[name]) for name in names}
-    tests = sum(scan.tests for scan in scans.values()) or 1
+    counted = {}
+    if isinstance(seasonal, season.Season):
+        counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
+    tests = sum(scan.tests for scan in scans.values())
+    tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
     checked["tests"] = tests
     candidates = []
     for name, scan in scans.items():
@@ -150,6 +169,15 @@ def find_incidents(
             if row is not None and row["p_value"] <= alpha:
                 candidates.append(row)
     rows = _one_per_incident(found, candidates, wanted, outage_rate, min_failed)
+    moved = []
+    for (level, low), (scan, groups) in counted.items():
+        for pick in _significant(scan, alpha / tests):
+            row = volume.candidate(seasonal, level, low, groups, pick, tests)
+            if row["p_value"] <= alpha:
+                moved.append(row)
+    moved = [row for row in volume.one_per_cause(seasonal, moved) if row["kind"] in wanted]
+    volume.impact(moved, jobs)
+    rows += moved
     if not rows:
         return empty("no period of any group departs from its baseline", checked)
     return rows_frame(rows, found.jobs, activity.execution_details, checked)
@@ -190,6 +218,53 @@ def _window(activity: Any, jobs: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.
         value = edge if value is None else pd.Timestamp(value)
         bounds.append(value.tz_localize("UTC") if value.tzinfo is None else value)
     return min(bounds[0], at.min()), max(bounds[1], at.max())
+
+
+def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, tuple]:
+    """The baseline's delivery jobs (an Activity: also the failure scans' baseline) and the
+    volume's history: ``(counts, (after, before))`` (`toolkit.delivery_counts` by
+    `season.CELL`, hourly), or ``()`` when there is none. A store gives the `HISTORY` before
+    the window that it holds."""
+    from toolkit.store import Store
+
+    if baseline is None:
+        return None, ()
+    if isinstance(baseline, Store):
+        first, watermark = baseline.window
+        if first is None or first >= after:
+            raise ParameterError("baseline", str(baseline.path),
+                                 f"a store holding time before the window ({after.isoformat()})")  # fmt: skip
+        start, end = max(first, after - HISTORY), min(after, watermark)
+        counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
+        return None, (counts, (start, end))
+    if isinstance(baseline, pd.DataFrame):
+        if (
+            not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)
+            or baseline.attrs.get("freq", season.HOUR) != season.HOUR
+        ):
+            raise ParameterError("baseline", f"a frame with columns {list(baseline.columns)[:8]}",
+                                 "an Activity, a Store, or toolkit.delivery_counts(..., "
+                                 f"freq='1h', by={list(season.CELL)})")  # fmt: skip
+        return None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
+    try:
+        base_jobs = metrics.delivery_jobs(baseline)
+    except ParameterError as error:
+        raise ParameterError("baseline", error.value, error.allowed) from None
+    at = pd.DatetimeIndex(base_jobs["triggered_at"].dropna())
+    counts = delivery_counts(baseline, by=season.CELL)
+    return base_jobs, (counts, _span(baseline.attrs, at))
+
+
+def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The span a baseline covers: its read's provenance, else its own extent."""
+    bounds = []
+    for name, edge in (("after", at.min()), ("before", at.max() + pd.Timedelta("1h"))):
+        value = attrs.get(name)
+        value = edge if value is None else pd.Timestamp(value)
+        if pd.isna(value):
+            raise ParameterError("baseline", "no jobs", "a baseline with delivery jobs")
+        bounds.append(value.tz_localize("UTC") if value.tzinfo is None else value)
+    return bounds[0], bounds[1]
 
 
 def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
@@ -342,6 +417,8 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
     subscribers = found.jobs["subscriber_id"]
     for row in candidates:
         row["affected"] = found.affected(row)
+        if row["scan"] == "provider":
+            _to_its_cause(found, row)
         row["kind"] = _kind(found, row, outage_rate)
         events = (
             row["affected"]
@@ -349,6 +426,7 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
             else found.groups["latency"].members[row["group"]]
         )
         events = events[(events >= row["first"]) & (events <= row["last"])]
+        row["events_at"] = events
         if (
             row["scan"] not in ("volume", "channel_volume")
             and subscribers.iloc[events].nunique() < min_failed
@@ -364,11 +442,80 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         affected = row["affected"]
         if len(affected) and claimed[affected].sum() >= MOST * len(affected):
             continue
+        slow = row["events_at"] if row["scan"] == "latency" else affected
+        if len(slow) and claimed[slow].sum() >= MOST * len(slow):
+            continue  # slow because a kept row's failures were retried: that row's cause
         row["kind"] = row["kind"].split(":")[0]
         if row["kind"] in wanted:
             kept.append(row)
         claimed[affected] = True
-    return kept
+    return _one_per_domain(kept, found.jobs)
+
+
+def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
+    """A recipient domain rejecting mail through several providers at once is one row: the
+    providers' rows that overlap in time are joined (their providers, jobs and impact), and so
+    is a provider's error row whose failures are mostly one domain's (at least `MOST` of them,
+    and twice that domain's share of the provider's sends then). A domain's row whose failures
+    are mostly those of a larger row of its provider (an error hitting every domain) is that
+    row's."""
+    out: list[dict] = []
+    for row in rows:
+        if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
+            top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
+            period = jobs.iloc[row["first"] : row["last"] + 1]
+            sent = period["domain"][_pair_is(period, row["keys"])]
+            if len(top) and top.iloc[0] >= MOST and top.iloc[0] >= 2 * sent.eq(top.index[0]).mean():
+                row = {**row, "kind": "domain_bounces",
+                       "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
+        if row["kind"] == "domain_bounces" and any(
+            other["kind"] != "domain_bounces"
+            and len(other["affected"]) > len(row["affected"])
+            and np.isin(row["affected"], other["affected"]).mean() >= MOST
+            for other in rows
+        ):
+            continue
+        same = next((kept for kept in out if kept["kind"] == "domain_bounces"
+                     and row["kind"] == "domain_bounces"
+                     and kept["keys"]["domain"] == row["keys"]["domain"]
+                     and row["start"] <= kept["end"] and row["end"] >= kept["start"]), None)  # fmt: skip
+        if same is None:
+            out.append(row)
+            continue
+        same.setdefault("providers", [same["keys"]["provider_id"]]).append(
+            row["keys"]["provider_id"]
+        )
+        same["affected"] = np.union1d(same["affected"], row["affected"])
+        trials, events = same["jobs"] + row["jobs"], same["events"] + row["events"]
+        base = same["base_rate"] * same["jobs"] + row["base_rate"] * row["jobs"]
+        same.update(jobs=trials, events=events, rate=events / trials, base_rate=base / trials,
+                    start=min(same["start"], row["start"]), end=max(same["end"], row["end"]),
+                    ongoing=same["ongoing"] or row["ongoing"],
+                    p_value=min(same["p_value"], row["p_value"]))  # fmt: skip
+    return out
+
+
+def _to_its_cause(found: _Found, row: dict) -> None:
+    """A provider's failing period ends (starts) at the last (first) failure of its main error
+    code when most failures have it, not at an unrelated failure of the provider after it."""
+    affected = row["affected"]
+    codes = found.jobs["error_code"].iloc[affected]
+    if not len(affected) or codes.isna().all():
+        return
+    main = codes.value_counts()
+    if main.iloc[0] < MOST * len(affected):
+        return
+    own = affected[codes.eq(main.index[0]).fillna(False).to_numpy()]
+    first, last = int(own[0]), int(own[-1])
+    if (first, last) == (row["first"], row["last"]):
+        return
+    row["affected"] = affected[(affected >= first) & (affected <= last)]
+    groups, table = found.groups["provider"], found.jobs
+    trials = int((groups.trial[first : last + 1] == groups.parent[row["group"]]).sum())
+    events = len(row["affected"])
+    row.update(first=first, last=last, start=table["at"].iloc[first],
+               end=max(tables.event_end(table, last), table["at"].iloc[first]),
+               jobs=trials, events=events, rate=events / max(trials, 1))  # fmt: skip
 
 
 def _one_volume_row(rows: list[dict]) -> list[dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betainc
+from scipy.special import betainc, gammainc, gammaincc
 
 #: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
@@ -47,6 +47,7 @@ class Pick:
     trials: int
     base_rate: float
     p_value: float
+    expected: float = 0.0
 
 
 @dataclass
@@ -140,6 +141,75 @@ class Scan:
                 )  # fmt: skip
             )
         return picks, tests
+
+
+@dataclass
+class CountScan:
+    """All-periods scan of ``observed`` against ``expected`` counts (groups x buckets) with
+    quasi-Poisson ``variance``: (groups x buckets, and per group a spread ``s`` adding
+    ``s * expected**2`` to a period's; its dispersion is its variance over its expected count,
+    at least 1): too few (``low``) or too many. The same rounds as `Scan`. A
+    period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
+    ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
+    the group's busiest expected traffic (too many)."""
+
+    observed: np.ndarray
+    expected: np.ndarray
+    variance: tuple[np.ndarray, np.ndarray]
+    evidence: Evidence
+    tests: int = 0
+    used: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.used = np.zeros(self.observed.shape, dtype=bool)
+        self._first = self._best(np.arange(len(self.observed)))
+        self.tests = self._first[1]
+
+    first_round, next_round, mark = Scan.first_round, Scan.next_round, Scan.mark
+
+    def _round(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+        return self._best(groups)
+
+    def _best(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+        rule, picks, tests = self.evidence, [], 0
+        for group in groups:  # one group at a time: buckets x buckets cells
+            used = self.used[group][None]
+            k = _all_periods(np.where(used, 0, self.observed[group][None]))[0]
+            e = _all_periods(np.where(used, 0, self.expected[group][None]))[0]
+            crossed = _all_periods(used.astype("float64"))[0] > 0
+            v = _all_periods(np.where(used, 0, self.variance[0][group][None]))[0]
+            v = v + self.variance[1][group] * e**2
+            with np.errstate(invalid="ignore", divide="ignore"):
+                phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
+            if rule.low:
+                evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
+                evident &= e - k >= rule.min_events
+            else:  # more than two hours of the group's busiest traffic, and than its bursts
+                more = np.maximum(2 * float(self.expected[group].max()), rule.min_trials * phi)
+                evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
+            valid = evident & ~crossed
+            counted = int(valid.sum())
+            if not counted:
+                continue
+            tests += counted
+            with np.errstate(invalid="ignore", divide="ignore"):
+                score = (_xlogy(k, k / np.maximum(e, 1e-9)) - (k - e)) / phi
+            score = np.where(valid, score, -np.inf)
+            first, stop = np.unravel_index(int(score.argmax()), score.shape)
+            at = (first, stop)
+            p = count_p_value(k[at], e[at], phi[at], low=rule.low)
+            picks.append(Pick(int(group), int(first), int(stop), int(round(k[at])), 0,
+                              0.0, p, float(e[at])))  # fmt: skip
+        return picks, tests
+
+
+def count_p_value(observed: float, expected: float, dispersion: float, *, low: bool) -> float:
+    """The quasi-Poisson tail: a Poisson law of mean ``expected / dispersion`` at
+    ``observed / dispersion``, as few (``low``) or as many."""
+    k, mean = observed / dispersion, max(expected, 1e-9) / dispersion
+    if low:
+        return float(gammaincc(k + 1, mean))  # P(X <= k)
+    return 1.0 if k <= 0 else float(gammainc(k, mean))  # P(X >= k)
 
 
 def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> float:

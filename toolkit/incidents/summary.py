@@ -17,8 +17,12 @@ KINDS = (
     "domain_bounces",
     "stale_credentials",
     "volume_drop",
+    "volume_spike",
+    "traffic_shift",
     "latency_degradation",
 )
+#: The kinds about how much is sent (no job of theirs failed).
+VOLUME_KINDS = ("volume_drop", "volume_spike", "traffic_shift")
 
 #: The columns of `find_incidents`' frame and their dtypes.
 COLUMNS = {
@@ -40,13 +44,14 @@ COLUMNS = {
     "workflows": "object",
     "example_error": "string",
     "summary": "string",
+    "providers": "object",
 }
 
 
 def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
     """A zero-row incidents frame; ``attrs`` say why (``reason``) and what was checked."""
     frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})
-    frame.attrs.update(reason=reason, checked=checked)
+    frame.attrs.update(reason=reason, checked=checked, baseline=checked.get("baseline"))
     return frame
 
 
@@ -59,7 +64,8 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
     frame = frame.sort_values(
         ["notifications", "failed_jobs", "p_value"], ascending=[False, False, True], kind="stable"
     ).reset_index(drop=True)
-    frame.attrs.update(reason=f"{len(frame)} incident(s) found", checked=checked)
+    frame.attrs.update(reason=f"{len(frame)} incident(s) found", checked=checked,
+                       baseline=checked.get("baseline"))  # fmt: skip
     return frame
 
 
@@ -68,10 +74,11 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
     keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
     code = keys.get("error_code") or (codes.mode().iloc[0] if len(codes) else None)
-    if kind in ("volume_drop", "latency_degradation"):
+    if kind in (*VOLUME_KINDS, "latency_degradation"):
         code = None
-    if kind == "volume_drop":
-        notifications, subscribers = max(0, round(row["expected"] - row["events"])), 0
+    if kind in VOLUME_KINDS:
+        estimate = max(0, round(row["expected"] - row["events"]))
+        notifications, subscribers = row.get("notifications", estimate), 0
         jobs_, failed, workflows = row["events"], 0, row["workflows"]
     else:
         notifications = hit["notification_id"].nunique()
@@ -96,7 +103,11 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
         "subscribers": subscribers,
         "workflows": workflows,
         "example_error": _example(hit, code, details) if code else None,
+        "providers": row.get("providers")
+        or ([keys["provider_id"]] if keys.get("provider_id") else []),
     }
+    if kind == "traffic_shift":
+        record["providers"] = [keys["provider_id"], row["to"]["keys"]["provider_id"]]
     record["summary"] = _sentence(record, row)
     return record
 
@@ -136,6 +147,16 @@ def _name(provider: str | None) -> str:
     return "The built-in in-app provider" if provider == "svc" else provider_name(provider)
 
 
+def _group(row: dict, provider: str, channel: str) -> str:
+    """How a volume row's group is written: a workflow, a channel, or a provider's channel."""
+    keys = row["keys"]
+    if "workflow" in keys:
+        return f"Workflow {keys['workflow']}"
+    if "provider_id" in keys:
+        return f"{provider} {channel}"
+    return f"The {channel} channel"
+
+
 def _sentence(record: dict[str, Any], row: dict) -> str:
     """One sentence with the numbers, e.g. "Twilio failed 93% of SMS from 13:26 to 16:54 on
     Oct 28 (usually 3%, error 20503): 137 notifications, 129 people." (times in UTC)."""
@@ -150,15 +171,29 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     elif kind == "error_spike":
         text = f"{provider} returned error {record['error_code']} on {rate} of {channel} {when} (usually {usual})"
     elif kind == "domain_bounces":
-        text = f"{provider} {channel} to {record['domain']} failed {rate} {when} (usually {usual}{code})"
+        names = " and ".join(_name(p) for p in record["providers"]) or provider
+        text = (
+            f"{names} {channel} to {record['domain']} failed {rate} {when} (usually {usual}{code})"
+        )
     elif kind == "stale_credentials":
         text = (f"{provider} {channel} tokens or credentials are no longer valid for {rate} of sends "
                 f"{when} (usually {usual}{code})")  # fmt: skip
-    elif kind == "volume_drop":
-        expected = round(row["expected"])
-        text = (f"{provider} sent {record['jobs']:,} {channel} {when} where about {expected:,} "
-                "were expected")  # fmt: skip
-        impact = f"about {record['notifications']:,} notifications not sent"
+    elif kind == "traffic_shift":
+        to, other = row["to"], _name(row["to"]["keys"]["provider_id"])
+        text = (f"{channel} moved from {provider} to {other} {when}: {other} sent "
+                f"{to['events']:,} where about {round(to['expected']):,} were expected, "
+                f"{provider} {record['jobs']:,} of about {round(row['expected']):,}")  # fmt: skip
+        impact = f"about {record['notifications']:,} notifications moved"
+    elif kind in VOLUME_KINDS:
+        expected, what = round(row["expected"]), _group(row, provider, channel)
+        unit = "jobs" if "level" in row else channel
+        text = (
+            f"{what} sent {record['jobs']:,} {unit} {when} where about {expected:,} were expected"
+        )
+        if "level" not in row:
+            text += " (compared with the rest of the window: no seasonal baseline)"
+        more = "not sent" if kind == "volume_drop" else "more than usual"
+        impact = f"about {record['notifications']:,} notifications {more}"
     else:
         text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
                 f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip

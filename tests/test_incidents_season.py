@@ -1,0 +1,182 @@
+"""find_incidents on traffic shaped like a real product's (`toolkit.sandbox.seed.shaped`): the
+seasonal baseline, volume both ways, failovers, one row per cause, and the fallback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolkit import delivery_counts
+from toolkit.errors import ParameterError
+from toolkit.incidents import find_incidents, season
+from toolkit.sandbox.seed.shaped import shaped_traffic
+
+NOW = pd.Timestamp("2026-11-01T12:00:00Z")
+HISTORY = pd.Timedelta(days=28)
+
+
+def read(traffic, days: int, *, baseline: bool = True):
+    """The window of ``days`` ending at NOW, its planted incidents, and its incidents found
+    with the four weeks before it as ``baseline=`` (a 28-day window: its own weeks)."""
+    after = NOW - pd.Timedelta(days=days)
+    activity, planted = traffic.window(after, NOW)
+    base = traffic.window(after - HISTORY, after)[0] if baseline and days < 28 else None
+    return activity, planted, find_incidents(activity, baseline=base)
+
+
+@pytest.fixture(scope="module")
+def shaped():
+    return shaped_traffic(1, NOW)
+
+
+@pytest.fixture(scope="module")
+def week(shaped):
+    return read(shaped, 7)
+
+
+def planted_of(planted, kind):
+    return next(incident for incident in planted if incident["kind"] == kind)
+
+
+@pytest.mark.parametrize("days", [1, 7, 28])
+def test_rhythm_batches_and_bursts_are_not_incidents(days):
+    quiet = shaped_traffic(2, NOW, incidents=False)
+    found = read(quiet, days)[2]
+    assert found.empty, list(found["summary"])
+    assert "same hour of the week" in found.attrs["baseline"]
+
+
+def test_a_workflow_that_stops_is_one_volume_drop_with_what_is_missing(week):
+    _, planted, found = week
+    stop = next(i for i in planted if i["kind"] == "volume_drop" and i["workflow"])
+    drops = found[found["kind"].eq("volume_drop")]
+    assert len(drops) == 1
+    row = drops.iloc[0]
+    assert row["workflows"][0] == stop["workflow"] and pd.isna(row["channel"])
+    assert row["started_at"] <= stop["end"] and row["ended_at"] >= stop["start"]
+    assert abs(row["notifications"] - stop["notifications"]) <= 0.2 * stop["notifications"]
+
+
+def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
+    _, planted, found = week
+    failover = planted_of(planted, "failover")
+    shifts = found[found["kind"].eq("traffic_shift")]
+    assert len(shifts) == 1
+    assert shifts.iloc[0]["providers"] == [failover["provider_id"], failover["to"]]
+    sms = found[found["channel"].eq("sms").fillna(False)]
+    assert set(sms["kind"]) == {"traffic_shift"}  # never a drop and a spike
+
+
+def test_a_campaign_is_at_most_one_spike_and_never_a_drop_elsewhere(week):
+    _, planted, found = week
+    campaign = planted_of(planted, "campaign")
+    during = found[
+        (found["started_at"] <= campaign["end"]) & (found["ended_at"] >= campaign["start"])
+    ]
+    spikes = during[during["kind"].eq("volume_spike")]
+    assert len(spikes) <= 1 and not during["kind"].eq("volume_drop").any()
+    if len(spikes):
+        assert spikes.iloc[0]["workflows"][0] == campaign["workflow"]
+
+
+def test_a_domain_bouncing_through_two_providers_is_one_row_with_both(week):
+    _, planted, found = week
+    bounces = planted_of(planted, "domain_bounces")
+    rows = found[found["domain"].eq(bounces["domain"]).fillna(False)]
+    assert len(rows) == 1 and rows.iloc[0]["kind"] == "domain_bounces"
+    assert len(rows.iloc[0]["providers"]) == 2
+    assert (
+        abs(rows.iloc[0]["notifications"] - bounces["notifications"])
+        <= 0.2 * bounces["notifications"]
+    )
+
+
+def test_a_runaway_workflow_is_a_volume_spike():
+    found = read(shaped_traffic(1, NOW), 28)[2]
+    traffic = shaped_traffic(1, NOW)
+    runaway = next(p for p in traffic.planted if p["kind"] == "volume_spike")
+    spikes = found[found["kind"].eq("volume_spike")]
+    assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
+
+
+def test_without_weeks_of_history_the_fallback_is_stated(shaped):
+    _, _, found = read(shaped, 7, baseline=False)
+    assert found.attrs["baseline"].startswith("no seasonal baseline")
+    for _, row in found[found["kind"].eq("volume_drop")].iterrows():
+        assert "no seasonal baseline" in row["summary"]
+
+
+def test_counts_are_a_baseline_too(shaped):
+    after = NOW - pd.Timedelta(days=1)
+    activity, _ = shaped.window(after, NOW)
+    history, _ = shaped.window(after - HISTORY, after)
+    counts = delivery_counts(history, by=season.CELL)
+    counts.attrs.update(after=(after - HISTORY).isoformat(), before=after.isoformat())
+    found = find_incidents(activity, baseline=counts)
+    same = find_incidents(activity, baseline=history)
+    assert "4 weeks of baseline=" in found.attrs["baseline"]
+    shifts = lambda frame: frame[frame["kind"].eq("traffic_shift")]  # noqa: E731
+    assert len(shifts(found)) == len(shifts(same)) == 1
+
+
+def test_a_frame_that_is_not_counts_is_refused(shaped):
+    activity, _ = shaped.window(NOW - pd.Timedelta(days=1), NOW)
+    with pytest.raises(ParameterError, match="baseline"):
+        find_incidents(activity, baseline=pd.DataFrame({"x": [1]}))
+
+
+def test_dispersion_is_measured_not_assumed():
+    rng = np.random.default_rng(0)
+    poisson = rng.poisson(20.0, (1, 4, season.WEEK)).astype(float)
+    bursty = rng.negative_binomial(4, 4 / 24, (1, 4, season.WEEK)).astype(float)  # mean 20
+    assert season.dispersion(poisson)[0] < 1.3
+    assert season.dispersion(bursty)[0] > 3
+
+
+def test_a_one_off_week_does_not_move_the_season():
+    weeks = np.full((1, 4, season.WEEK), 10.0)
+    weeks[0, 2, 50:52] = 500  # a campaign in one week
+    weeks[0, 1, 80:86] = 0  # an outage in another
+    assert np.allclose(season.center(weeks), 10.0)
+
+
+def test_an_outage_ends_at_its_own_last_failure_not_a_later_one_of_the_provider(shaped):
+    """Failures of another code on the provider just after the outage are not the outage's."""
+    activity, planted = shaped.window(NOW - pd.Timedelta(days=1), NOW)
+    outage = planted_of(planted, "provider_outage")
+    notes, jobs, details = activity
+    created = jobs["notification_id"].map(notes.set_index("notification_id")["created_at"])
+    after = jobs.index[
+        jobs["provider_id"].eq(outage["provider_id"]).fillna(False)
+        & (created > outage["end"]).to_numpy()
+        & (created < outage["end"] + pd.Timedelta("90min")).to_numpy()
+    ][:3]
+    assert len(after) == 3
+    jobs = jobs.copy()
+    jobs.loc[after, ["final_status", "error_code"]] = ["failed", "OTHER"]
+    last = details.groupby("job_id")["created_at"].max()
+    extra = pd.DataFrame({
+        "job_id": jobs.loc[after, "job_id"].to_numpy(),
+        "notification_id": jobs.loc[after, "notification_id"].to_numpy(),
+        "status": "Failed",
+        "created_at": last.reindex(jobs.loc[after, "job_id"]).to_numpy() + pd.Timedelta("1s"),
+        "raw": '{"code": "OTHER"}',
+    }).astype(details.dtypes.to_dict())  # fmt: skip
+    changed = type(activity)(notes, jobs, pd.concat([details, extra], ignore_index=True))
+    found = find_incidents(changed, kinds=["provider_outage"])
+    row = found[found["provider_id"].eq(outage["provider_id"])].iloc[0]
+    assert row["ended_at"] <= outage["end"] + pd.Timedelta("10min")
+    assert row["error_code"] == "503"
+
+
+def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
+    _, planted, found = week
+    limited = planted_of(planted, "error_spike")
+    rows = found[
+        found["provider_id"].eq(limited["provider_id"]).fillna(False)
+        & (found["started_at"] <= limited["end"])
+        & (found["ended_at"] >= limited["start"])
+    ]
+    assert list(rows["kind"]) == ["error_spike"]
+    assert rows.iloc[0]["error_code"] == "RateLimited"

@@ -1,0 +1,216 @@
+"""Volume against a seasonal baseline: what each group normally sends at each hour of the week,
+and how much it varies.
+
+Counts come as `toolkit.delivery_counts` frames (one row per hour ``bucket`` and (channel,
+provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
+week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`) (the window itself when it spans `MIN_WEEKS` weeks, else
+``baseline=``): a daily and weekly rhythm, nightly batches and weekly newsletters are in it, a
+one-off burst in one week is not. Groups (channel, provider, workflow) sum their cells. How much a
+cell's hourly counts vary around that median is its dispersion: the mean squared Pearson
+residual of the history's own weeks (each against the median of the others; the largest 0.5%
+left out, they are the history's own incidents), 1 for a Poisson count (a batch sent at the same hour
+every day varies little, people's own sends and their bursts more); a group's counts are then tested as quasi-Poisson, with the variance the sum of
+its cells' (dispersion x expected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: The dimensions of a cell, and the groups volume is tested on (each a tuple of dimensions).
+CELL = ("channel", "provider_id", "workflow")
+LEVELS = {
+    "workflow": ("workflow",),
+    "channel": ("channel",),
+    "provider": ("channel", "provider_id"),
+}
+HOUR = pd.Timedelta("1h")
+WEEK = 168
+#: Weeks of history a season needs (the same hour in at least this many weeks).
+MIN_WEEKS = 3
+#: The median of a chi-square variable with one degree of freedom (a squared standard normal).
+CHI2_MEDIAN = 0.4549
+#: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
+TRIM = 0.005
+
+
+@dataclass
+class Season:
+    """Observed and expected hourly counts of each cell over the window's hours.
+
+    ``hours`` are the window's hour buckets; ``cover`` the share of each inside the window;
+    ``keys`` the cells' values; ``reference`` the weeks the season was learnt from.
+    """
+
+    keys: list[tuple]
+    hours: pd.DatetimeIndex
+    cover: np.ndarray
+    observed: np.ndarray
+    expected: np.ndarray
+    reference: np.ndarray  # cells x weeks x 168: the history the season was learnt from
+    source: str
+    weeks: int
+    start: pd.Timestamp
+    end: pd.Timestamp
+
+    def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
+        """The groups of ``level``: their keys, observed and expected counts (groups x hours),
+        their variance (groups x hours, and the `day_spread` of each), and their cells."""
+        names = LEVELS[level]
+        at = [CELL.index(name) for name in names]
+        group_keys = sorted({tuple(key[i] for i in at) for key in self.keys}, key=str)
+        number = {key: n for n, key in enumerate(group_keys)}
+        member = np.array([number[tuple(key[i] for i in at)] for key in self.keys])
+        summed = np.zeros((len(group_keys), len(self.keys)))
+        summed[member, np.arange(len(self.keys))] = 1
+        observed, expected = summed @ self.observed, summed @ self.expected
+        # cells of one group may move together (a notification's jobs on two channels): the
+        # group's own dispersion, when larger, is the one that holds
+        weekly = np.einsum("gc,cwh->gwh", summed, self.reference)
+        own = dispersion(weekly)
+        variance = np.maximum(summed @ (self.expected * dispersion(self.reference)[:, None]),
+                              expected * own[:, None])  # fmt: skip
+        cells = [np.flatnonzero(member == n) for n in range(len(group_keys))]
+        named = [dict(zip(names, key, strict=True)) for key in group_keys]
+        return named, observed, expected, (variance, day_spread(weekly, own)), cells
+
+
+def build(
+    window: pd.DataFrame,
+    after: pd.Timestamp,
+    before: pd.Timestamp,
+    history: pd.DataFrame | None = None,
+    history_span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
+) -> Season | str:
+    """The season of ``window`` (counts of ``[after, before)``), learnt from the window itself
+    when it spans `MIN_WEEKS` weeks, else from ``history`` (counts over ``history_span``).
+    Returns why not (a sentence) when neither has enough weeks."""
+    hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
+    hours = hours.as_unit("ns")
+    if len(hours) == 0:
+        return "the window is shorter than an hour"
+    starts = hours.asi8.astype("float64")
+    ends = starts + HOUR.value
+    cover = (np.minimum(ends, before.value) - np.maximum(starts, after.value)) / HOUR.value
+    cover = np.clip(cover, 0, 1)
+    own_weeks = (before - after) // pd.Timedelta(days=7)
+    if own_weeks >= MIN_WEEKS or history is None:
+        if own_weeks < MIN_WEEKS:
+            return (f"the window ({before - after}) spans fewer than {MIN_WEEKS} weeks and no "
+                    "baseline= was given")  # fmt: skip
+        keys = _keys(window)
+        observed = _matrix(window, keys, hours)
+        weekly, first = _weeks(observed, hours)
+        expected = observed.copy().astype("float64")
+        for week in range(weekly.shape[1]):  # each week against the median of the others
+            others = np.delete(weekly, week, axis=1)
+            expected[:, first + week * WEEK : first + (week + 1) * WEEK] = center(others)
+        if first:  # hours before the first whole week: the center of all weeks
+            expected[:, :first] = center(weekly)[:, WEEK - first :]
+        source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
+        return Season(keys, hours, cover, observed, expected * cover, weekly, source,
+                      weekly.shape[1], after, before)  # fmt: skip
+    h_after, h_before = history_span
+    h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
+    h_hours = h_hours.as_unit("ns")
+    if len(h_hours) < MIN_WEEKS * WEEK:
+        return (f"the baseline ({h_before - h_after}) spans fewer than {MIN_WEEKS} weeks: "
+                "too short for a weekly season")  # fmt: skip
+    keys = _keys(window, history)
+    observed = _matrix(window, keys, hours)
+    weekly, first = _weeks(_matrix(history, keys, h_hours), h_hours)
+    profile = center(weekly)  # cells x 168, from the hour of week of h_hours[first]
+    slot = ((hours - h_hours[first]) // HOUR).to_numpy() % WEEK
+    source = f"the same hour of the week in the {weekly.shape[1]} weeks of baseline="
+    return Season(keys, hours, cover, observed, profile[:, slot] * cover, weekly, source,
+                  weekly.shape[1], after, before)  # fmt: skip
+
+
+def center(weekly: np.ndarray) -> np.ndarray:
+    """The normal count of each cell at each hour of the week (cells x weeks x 168 in, cells x
+    168 out): the median of the weeks, scaled so that a week sums to the median week's total
+    (at least 1, at most 3 times): a one-off week moves neither, and bursty small counts,
+    whose median is below their mean, are not expected too low."""
+    median = np.median(weekly, 1)
+    total, usual = median.sum(1), np.median(weekly.sum(2), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.clip(np.where(total > 0, usual / total, 1.0), 1.0, 3.0)
+    return median * scale[:, None]
+
+
+def dispersion(weekly: np.ndarray) -> np.ndarray:
+    """Each cell's dispersion (at least 1) from its weeks (cells x weeks x 168): the mean
+    squared Pearson residual of each week's hours against the median of the other weeks (at
+    least 0.5; hours where nothing was expected nor sent left out), the largest `TRIM` left
+    out."""
+    out = np.ones(len(weekly))
+    residuals = []
+    for week in range(weekly.shape[1]):
+        expected = center(np.delete(weekly, week, axis=1))
+        seen = weekly[:, week]
+        counted = (expected >= 1) | (seen > 0)  # a burst where little is expected counts
+        expected = np.maximum(expected, 0.5)
+        residuals.append(np.where(counted, (seen - expected) ** 2 / expected, np.nan))
+    stacked = np.concatenate(residuals, axis=1)
+    for group, values in enumerate(stacked):
+        values = values[~np.isnan(values)]
+        if len(values) >= 10:
+            kept = np.sort(values)[: max(1, int(len(values) * (1 - TRIM)))]
+            out[group] = max(1.0, float(kept.mean()))
+    return out
+
+
+def day_spread(weekly: np.ndarray, dispersion: np.ndarray) -> np.ndarray:
+    """How much each group's whole days vary together (groups x weeks x 168 in): the median
+    squared relative departure of a day's count from its expected count beyond the hourly
+    dispersion, over `CHI2_MEDIAN` (a day busier or quieter than usual as a whole; 0 when days
+    vary no more than hours). A period of expected count ``e`` then has variance
+    ``dispersion * e + spread * e**2``."""
+    out = np.zeros(len(weekly))
+    days = weekly.shape[2] // 24
+    for group in range(len(weekly)):
+        values = []
+        for week in range(weekly.shape[1]):
+            expected = center(np.delete(weekly[group : group + 1], week, axis=1))[0]
+            seen = weekly[group, week].reshape(days, 24).sum(1)
+            usual = expected.reshape(days, 24).sum(1)
+            ok = usual >= 20
+            seen, usual = seen[ok], usual[ok]
+            values += list((seen - usual) ** 2 / usual**2 - dispersion[group] / usual)
+        if len(values) >= 5:  # the median: days of incidents or of a provider moved are few
+            out[group] = max(0.0, float(np.median(values)) / CHI2_MEDIAN)
+    return out
+
+
+def _keys(*frames: pd.DataFrame) -> list[tuple]:
+    cells = pd.concat([frame[list(CELL)] for frame in frames]).drop_duplicates()
+    return sorted(
+        (tuple(None if pd.isna(v) else str(v) for v in row) for row in cells.itertuples(False)),
+        key=str,
+    )
+
+
+def _matrix(counts: pd.DataFrame, keys: list[tuple], hours: pd.DatetimeIndex) -> np.ndarray:
+    """``counts`` as cells x hours (0 where absent)."""
+    out = np.zeros((len(keys), len(hours)))
+    if counts.empty:
+        return out
+    number = {key: n for n, key in enumerate(keys)}
+    cells = [tuple(None if pd.isna(v) else str(v) for v in row)
+             for row in counts[list(CELL)].itertuples(False)]  # fmt: skip
+    cell = np.array([number[key] for key in cells])
+    bucket = pd.DatetimeIndex(counts["bucket"]).as_unit("ns").asi8
+    hour = (bucket - hours.as_unit("ns").asi8[0]) // HOUR.value
+    inside = (hour >= 0) & (hour < len(hours))
+    np.add.at(out, (cell[inside], hour[inside]), counts["jobs"].to_numpy("float64")[inside])
+    return out
+
+
+def _weeks(matrix: np.ndarray, hours: pd.DatetimeIndex) -> tuple[np.ndarray, int]:
+    """The whole weeks at the end of ``matrix`` (cells x weeks x 168), and the hour they start."""
+    weeks = matrix.shape[1] // WEEK
+    first = matrix.shape[1] - weeks * WEEK
+    return matrix[:, first:].reshape(len(matrix), weeks, WEEK), first

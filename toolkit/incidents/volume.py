@@ -1,0 +1,163 @@
+"""Volume rows from a seasonal baseline: drops, spikes and shifts, one row per cause.
+
+Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs
+(``volume_drop``) or too many (``volume_spike``) against the season's expected counts. Rows of
+one direction that overlap in time are one cause when most of one's missing (extra) jobs are in
+the other's cells; the group that departs the most (the largest share of its expected jobs
+missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
+on, a silent channel rather than each of its providers. A spike of one provider of a channel
+while another provider of it sends at least half as much less than expected is one
+``traffic_shift`` row (a failover), never a drop and a spike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from toolkit.incidents.scan import CountScan, Evidence
+from toolkit.incidents.season import HOUR, LEVELS, Season
+
+#: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
+ORDER = {"workflow": 0, "channel": 1, "provider": 2}
+#: A spike is a shift when another provider of its channel misses at least this share of it.
+SHIFT_SHARE = 0.5
+
+
+def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
+    """The count scans of each level and direction: ``(level, low) -> (scan, groups)``."""
+    out = {}
+    for level in LEVELS:
+        keys, observed, expected, variance, cells = season.groups(level)
+        for low in (True, False):
+            evidence = Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low)
+            scan = CountScan(observed, expected, variance, evidence)
+            out[level, low] = (scan, (keys, cells))
+    return out
+
+
+def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
+    """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
+    keys, cells = groups
+    if not low:  # a spike starts and ends on hours with jobs
+        sent = np.flatnonzero(season.observed[cells[pick.group], pick.first : pick.stop].sum(0))
+        pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
+    start = max(season.hours[pick.first], season.start)
+    end = min(season.hours[pick.stop - 1] + HOUR, season.end)
+    observed, expected = pick.events, pick.expected
+    return {
+        "scan": f"count:{level}",
+        "kind": "volume_drop" if low else "volume_spike",
+        "level": level,
+        "keys": keys[pick.group],
+        "cells": cells[pick.group],
+        "first": pick.first,
+        "stop": pick.stop,
+        "start": start,
+        "end": end,
+        "jobs": observed,
+        "events": observed,
+        "expected": expected,
+        "rate": observed / expected if expected else np.inf,
+        "base_rate": 1.0,
+        "p_value": min(1.0, pick.p_value * tests),
+        "ongoing": pick.stop == len(season.hours),
+        "affected": np.zeros(0, dtype=int),
+        "share": (expected - observed) / expected if low else (observed - expected) / observed,
+    }
+
+
+def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
+    """The volume rows left when each cause is one row (see the module docstring)."""
+    rows, kept = _joined(season, rows), []
+    for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
+        if not any(_same_cause(season, row, other) for other in kept):
+            kept.append(row)
+    return _shifts(season, kept)
+
+
+def _joined(season: Season, rows: list[dict]) -> list[dict]:
+    """Periods of one group and direction that touch (the scan's rounds) joined into one."""
+    out: list[dict] = []
+    for row in sorted(rows, key=lambda r: (r["scan"], str(r["keys"]), r["kind"], r["first"])):
+        last = out[-1] if out else None
+        if (last is not None and (last["scan"], last["keys"], last["kind"])
+                == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"]):  # fmt: skip
+            period = slice(last["first"], row["stop"])
+            cells = last["cells"]
+            observed = int(season.observed[cells, period].sum())
+            expected = float(season.expected[cells, period].sum())
+            low = row["kind"] == "volume_drop"
+            last.update(stop=row["stop"], end=row["end"], events=observed, jobs=observed,
+                        expected=expected, ongoing=row["ongoing"],
+                        p_value=min(last["p_value"], row["p_value"]),
+                        share=(expected - observed) / expected if low
+                        else (observed - expected) / observed)  # fmt: skip
+        else:
+            out.append(row)
+    return out
+
+
+def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:
+    """The jobs missing (drop) or extra (spike) in ``cells`` over ``period``."""
+    gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
+    return gap if row["kind"] == "volume_drop" else -gap
+
+
+def _same_cause(season: Season, row: dict, kept: dict) -> bool:
+    """Whether most of ``row``'s missing (extra) jobs are in ``kept``'s cells and period."""
+    if row["kind"] != kept["kind"] or row["start"] >= kept["end"] or row["end"] <= kept["start"]:
+        return False
+    shared = np.intersect1d(row["cells"], kept["cells"])
+    both = slice(max(row["first"], kept["first"]), min(row["stop"], kept["stop"]))
+    whole = _departure(season, row, row["cells"], slice(row["first"], row["stop"]))
+    return bool(len(shared)) and _departure(season, row, shared, both) >= 0.5 * whole
+
+
+def _shifts(season: Season, rows: list[dict]) -> list[dict]:
+    """A provider's spike while another provider of the same channel sends about as much less
+    (its own drop row, if any, is dropped) is one ``traffic_shift`` row from that provider."""
+    out, used = [], set()
+    for spike in rows:
+        if spike["kind"] != "volume_spike" or spike["level"] != "provider":
+            continue
+        channel, provider = spike["keys"]["channel"], spike["keys"]["provider_id"]
+        period = slice(spike["first"], spike["stop"])
+        extra = spike["events"] - spike["expected"]
+        others = {key[1] for key in season.keys if key[0] == channel and key[1] != provider}
+        best, missing = None, 0.0
+        for other in others:
+            cells = [n for n, key in enumerate(season.keys) if key[:2] == (channel, other)]
+            gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
+            if gap > missing:
+                best, missing, seen = other, gap, season.observed[cells, period].sum()
+        if best is None or missing < SHIFT_SHARE * extra:
+            continue
+        used.add(id(spike))
+        used |= {id(row) for row in rows if row["kind"] == "volume_drop"
+                 and row["keys"] == {"channel": channel, "provider_id": best}}  # fmt: skip
+        keys = {"channel": channel, "provider_id": best}
+        out.append({**spike, "kind": "traffic_shift", "keys": keys, "to": spike,
+                    "events": int(seen), "jobs": int(seen), "expected": seen + missing})  # fmt: skip
+    return out + [row for row in rows if id(row) not in used]
+
+
+def impact(rows: list[dict], jobs: pd.DataFrame) -> None:
+    """Each row's notifications (missing or extra jobs over the jobs a notification of the
+    group has) and workflows (most jobs first), from the window's delivery jobs."""
+    for row in rows:
+        mine = np.ones(len(jobs), dtype=bool)
+        for name, value in row["keys"].items():
+            column = jobs[name].astype("string")
+            mine &= (column.isna() if value is None else column.eq(value)).fillna(False).to_numpy()
+        own = jobs[mine]
+        per_note = len(own) / own["notification_id"].nunique() if len(own) else 1.0
+        gap = abs(row["expected"] - row["events"])
+        row["notifications"] = round(gap / per_note)
+        at = own["triggered_at"]
+        period = own[(at >= row["start"]) & (at < row["end"])]
+        row["workflows"] = period["workflow"].dropna().value_counts().index.tolist()
+        if not row["workflows"]:
+            row["workflows"] = own["workflow"].dropna().value_counts().index.tolist()
+        if row["kind"] == "volume_spike" and len(period):  # edges on the jobs' own times
+            row["start"], row["end"] = period["triggered_at"].min(), period["triggered_at"].max()
