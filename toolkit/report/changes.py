@@ -18,7 +18,6 @@ def period_counts(read: Any) -> pd.DataFrame | None:
     brings (None when it brings none)."""
     from toolkit.counts import delivery_counts
     from toolkit.frames import Activity
-
     from toolkit.report import Window
 
     if isinstance(read, Activity):

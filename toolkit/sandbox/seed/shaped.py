@@ -339,7 +339,9 @@ class _Draw:
         out = []
         for zone in (0, 1):
             local = self._local(zone)
-            starts = self.hours[(local.hour == 10) & (local.day_of_week == self.newsletter_day)].asi8
+            starts = self.hours[
+                (local.hour == 10) & (local.day_of_week == self.newsletter_day)
+            ].asi8
             members = np.flatnonzero(self.newsletter_members & (self.sub_zone == zone))
             out.append(self._scheduled(rng, starts, members, 3600, 0.97))
         times = np.concatenate([t for t, _ in out])
