@@ -172,3 +172,31 @@ def test_the_commands_take_an_engine(store_path):
     assert found == incidents()
     refused = subprocess.run([sys.executable, "-m", "toolkit", "report", "--store", str(store_path), "--engine", "flink"], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert refused.returncode == 2 and "invalid choice: 'flink'" in refused.stderr
+
+
+def test_spark_without_pyspark_or_java_names_what_to_install(store_path, tmp_path):
+    import subprocess
+    import sys
+
+    def open_on_spark(prelude, env=None):
+        code = f"{prelude}\nimport toolkit\ntoolkit.open_store({str(store_path)!r}, engine='spark')"
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+
+    no_pyspark = open_on_spark("import sys; sys.modules['pyspark'] = None")
+    assert "pip install 'toolkit[spark]'" in no_pyspark.stderr
+    assert "openjdk-17-jre-headless" in no_pyspark.stderr
+    no_java = open_on_spark("", env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert "Java 17 for Spark" in no_java.stderr or "pip install 'toolkit[spark]'" in no_java.stderr
+
+
+def test_an_empty_store_window_is_a_zero_row_frame(store_path):
+    store = toolkit.open_store(store_path)
+    table = toolkit.delivery_counts(store, after="30h", before="30h")
+    assert len(table) == 0 and list(table.columns) == ["bucket", *counts.DEFAULT_BY, *counts.COUNTS]
+
+
+@spark_missing
+def test_a_stopped_spark_session_is_refused(store_path, spark):
+    spark.stop()  # the module's last test: its session is not used again
+    with pytest.raises(ParameterError, match="stopped SparkSession"):
+        toolkit.open_store(store_path, engine=spark)
