@@ -112,8 +112,9 @@ def test_a_store_report_equals_the_report_of_every_row(synced, tmp_path):
     from toolkit.report import report_window
 
     store = toolkit.open_store(synced[0])
-    source = {"base_url": store._state.base_url, "environment": store._state.environment,
-              "store": str(store.path), "engine": "duckdb"}  # fmt: skip
+    source = {"base_url": store._state.service or store._state.base_url,
+              "environment": store._state.environment, "store": str(store.path),
+              "engine": "duckdb"}  # fmt: skip
     for since, filters in (("1d", {"channels": ["email", "sms"]}), ("36h", {})):
         lean = store.report(since, out=tmp_path / "lean.html", **filters)
         full = report_window(

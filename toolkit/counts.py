@@ -113,9 +113,10 @@ def delivery_counts(
 
     Parameters
     ----------
-    source : Activity or Store
-        Frames in memory (counted by DuckDB over them, without copying), or a store
-        (`toolkit.open_store`, on DuckDB or on Spark: ``open_store(path, engine="spark")``).
+    source : Activity, Store or DataFrame
+        Frames in memory (counted by DuckDB over them, without copying), a store
+        (`toolkit.open_store`, on DuckDB or on Spark: ``open_store(path, engine="spark")``), or
+        delivery jobs already computed (`toolkit.metrics.delivery_jobs`).
     after, before : str or datetime, optional
         The window of notifications counted (by their creation); default all of ``source``.
         Relative times (``"24h"``) count back from the end of ``source``'s window.
@@ -150,8 +151,16 @@ def delivery_counts(
         + " FROM delivery_jobs GROUP BY "
         + ", ".join(str(i) for i in range(1, len(dimensions) + 2))
     )
-    with _window_of(source, after, before) as (rel, start, end):
-        table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
+    if isinstance(source, pd.DataFrame):  # delivery jobs already computed: counted the same way
+        from toolkit import engines
+
+        start, end = _jobs_window(source, after, before)
+        within = f" WHERE unix_micros(triggered_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
+        with engines.relations(None, frames={"jobs_frame": source}) as rel:
+            table = rel.query(f"WITH delivery_jobs AS (SELECT * FROM jobs_frame{within}) {sql}")
+    else:
+        with _window_of(source, after, before) as (rel, start, end):
+            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
     frame = _typed(table, dimensions)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
     frame.attrs = {
@@ -379,6 +388,18 @@ class _window_of:
 
     def __exit__(self, *exc):
         return self._context.__exit__(*exc)
+
+
+def _jobs_window(jobs: pd.DataFrame, after: Any, before: Any):
+    from toolkit.metrics import _columns
+    from toolkit.timeutil import resolve_window
+
+    _columns(jobs, ["triggered_at", "outcome", "failed_attempts", "time_to_deliver_s"], "source")
+    if after is None and before is None:
+        return None, None
+    latest = jobs["triggered_at"].max() if len(jobs) else pd.Timestamp(0, tz="UTC")
+    start, end = resolve_window(after, before, now=pd.Timestamp(latest).to_pydatetime())
+    return (None if start is None else pd.Timestamp(start)), pd.Timestamp(end)
 
 
 def _activity_window(activity: Any, after: Any, before: Any):

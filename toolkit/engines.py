@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.errors import ParameterError, StoreError
+from toolkit.errors import STORE_REPAIR, ParameterError, StoreError
 
 __all__ = ["ENGINES", "Relations", "check_engine", "relations", "spark_session"]
 
@@ -121,8 +121,8 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
         def run(sql: str) -> pa.Table:
             try:
                 return con.sql(sql).to_arrow_table()
-            except duckdb.IOException as error:
-                raise StoreError(f"{error}: a file of the store is damaged or truncated; run sync again to re-read its day") from None  # fmt: skip
+            except (duckdb.IOException, duckdb.InvalidInputException) as error:
+                raise StoreError(f"{str(error)[:300]}: {STORE_REPAIR}") from None
 
         yield Relations("duckdb", run)
 

@@ -77,6 +77,14 @@ class StoreError(ToolkitError):
     """A store on disk that cannot be used as it is (damaged, or not a store)."""
 
 
+#: What to do about a damaged file of a store (the end of a `StoreError`'s message).
+STORE_REPAIR = (
+    "a file of the store is damaged, truncated or not the store's: move it out of the store"
+    " (keep it: a day older than the plan's retention cannot be read again) and run sync again,"
+    " which re-reads its day while the retention covers it (python -m toolkit sync --store PATH)"
+)
+
+
 class ServiceError(ToolkitError):
     """An error response from the service.
 

@@ -220,7 +220,8 @@ def wilson_interval(
         p = k / n
         centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
         half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+        low, high = np.fmin(centre - half, p), np.fmax(centre + half, p)  # around the rate
+    return np.clip(low, 0, 1), np.clip(high, 0, 1)
 
 
 def failure_rates(

@@ -137,7 +137,7 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counts = delivery_counts(activity, by=season.CELL)
+        counts = delivery_counts(jobs, by=season.CELL)  # the jobs given (a store's Period)
         seasonal = season.build(counts, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from toolkit._version import __version__
 from toolkit.engines import check_engine, relations
-from toolkit.errors import ParameterError, StoreError
+from toolkit.errors import STORE_REPAIR, ParameterError, StoreError
 from toolkit.frames import Activity
 from toolkit.store import layout
 from toolkit.store.filters import FILTER_COLUMNS, FILTERS, check_filters, filter_mask
@@ -424,11 +424,6 @@ class _Selection:
         return self.store._relations(start, end, self.filters)
 
 
-_REPAIR = (
-    "a file of the store is damaged, truncated or not the store's: move it out of the store"
-    " (keep it: a day older than the plan's retention cannot be read again) and run sync again,"
-    " which re-reads its day while the retention covers it (python -m toolkit sync --store PATH)"
-)
 
 
 def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
@@ -507,7 +502,7 @@ def _duckdb(selected: pa.Table | None = None, **config: str):
         try:
             yield con
         except (duckdb.IOException, duckdb.InvalidInputException) as error:
-            raise StoreError(f"{str(error)[:300]}: {_REPAIR}") from None
+            raise StoreError(f"{str(error)[:300]}: {STORE_REPAIR}") from None
 
 
 def _reduced_details() -> str:
