@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.test_charts import records
+from tests.test_charts import _detail, _job, _notification, records
 from toolkit import metrics
 from toolkit.errors import ParameterError
 from toolkit.frames import activity_frames
@@ -89,15 +89,14 @@ def test_top_failures_count_failed_jobs_per_provider_and_error():
         metrics.top_failures(jobs, top=0)
 
 
-def test_email_domain():
-    addresses = pd.Series([" Bob@Mail.Example.org", "no-at-sign", None, "a@b@c.io", "x@"])
-    assert metrics.email_domain(addresses).tolist() == [
-        "mail.example.org",
-        pd.NA,
-        pd.NA,
-        "c.io",
-        pd.NA,
-    ]
+def test_the_recipient_domain_is_the_lower_cased_part_after_the_last_at():
+    emails = [" Bob@Mail.Example.org", "no-at-sign", None, "a@b@c.io", "x@"]
+    rows = []
+    for n, email in enumerate(emails):
+        rows.append(_notification(n, _job(f"j{n}", "email", "sendgrid", "completed", _detail(f"d{n}", 1, "Success"))))  # fmt: skip
+        rows[-1]["subscriber"]["email"] = email
+    jobs = metrics.delivery_jobs(activity_frames(rows)).set_index("job_id").sort_index()
+    assert jobs["domain"].tolist() == ["mail.example.org", pd.NA, pd.NA, "c.io", pd.NA]
 
 
 def test_bad_input_is_a_parameter_error():

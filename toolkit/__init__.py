@@ -24,6 +24,7 @@ _EXPORTS = {
     "read_integrations": "toolkit.read",
     "Activity": "toolkit.frames",
     "find_incidents": "toolkit.incidents",
+    "delivery_counts": "toolkit.counts",
     "errors": "toolkit.errors",
     "charts": "toolkit.charts",
     "panels": "toolkit.panels",

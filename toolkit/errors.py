@@ -32,6 +32,7 @@ __all__ = [
     "ServerError",
     "ServiceConnectionError",
     "ServiceError",
+    "StoreError",
     "ToolkitError",
     "ValidationError",
     "error_from_response",
@@ -68,6 +69,10 @@ class ConfigurationError(ToolkitError, ValueError):
 
 class PaginationError(ToolkitError):
     """The service's pages do not advance (a repeated page or cursor); reading stopped."""
+
+
+class StoreError(ToolkitError):
+    """A store on disk that cannot be used as it is (damaged, or not a store)."""
 
 
 class ServiceError(ToolkitError):

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.errors import ParameterError
-from toolkit.schemas import CHANNELS, IN_FLIGHT_STATUSES
+from toolkit.schemas import CHANNELS
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -27,7 +27,6 @@ __all__ = [
     "bucket_width",
     "delivery_jobs",
     "detail_counts",
-    "email_domain",
     "failure_rates",
     "has_outcome",
     "percentiles",
@@ -39,13 +38,6 @@ __all__ = [
 
 #: A delivery job's outcome, from its ``final_status``.
 OUTCOMES = ("finished", "failed", "in_flight", "not_sent")
-
-_OUTCOME_OF = {
-    **dict.fromkeys(("sent", "delivered", "read", "completed", "warning"), "finished"),
-    "failed": "failed",
-    **dict.fromkeys(IN_FLIGHT_STATUSES, "in_flight"),
-    **dict.fromkeys(("skipped", "canceled", "merged"), "not_sent"),
-}
 
 #: The definitions behind every measure, in words.
 DEFINITIONS = {
@@ -90,7 +82,7 @@ REQUIRED_COLUMNS = {
         "error_code",
         "error_text",
     ),
-    "execution_details": ("job_id", "status", "created_at", "raw"),
+    "execution_details": ("job_id", "notification_id", "status", "created_at", "raw"),
 }
 
 #: The columns of `detail_counts`, with their dtypes.
@@ -124,7 +116,9 @@ _JOB_COLUMNS = {
 
 
 def delivery_jobs(activity: Any) -> pd.DataFrame:
-    """One row per delivery job of ``activity``, with its outcome and timings.
+    """One row per delivery job of ``activity``, with its outcome and timings: the rows of the
+    one definition of a delivery job (`toolkit.counts.DELIVERY_JOBS`, run by DuckDB over the
+    frames), the rows behind `toolkit.delivery_counts`.
 
     Parameters
     ----------
@@ -139,46 +133,15 @@ def delivery_jobs(activity: Any) -> pd.DataFrame:
         ``channel, provider_id, triggered_at, started_at, ended_at`` (first and last execution
         detail), ``final_status, outcome`` (`OUTCOMES`), ``error_code, error_text, domain``
         (email jobs), ``time_to_deliver_s, job_duration_s`` (see `DEFINITIONS`),
-        ``failed_attempts`` (its Failed execution details: retries that failed too). Step jobs
-        (digest, delay, ...) are left out; an empty activity gives a zero-row frame.
+        ``failed_attempts`` (its Failed execution details: retries that failed too); ordered by
+        trigger, then job id. Step jobs (digest, delay, ...) and jobs whose notification is not
+        in ``activity`` are left out; an empty activity gives a zero-row frame.
     """
-    notifications, jobs, details = _frames(activity)
-    jobs = jobs[jobs["type"].astype("string").isin(CHANNELS).fillna(False)]
-    parent = notifications.drop_duplicates("notification_id").set_index("notification_id")
-    ids = jobs["notification_id"]
-    at = positions(parent.index.to_series(), ids)  # -1: a job whose notification is not there
+    from toolkit.counts import delivery_job_rows
 
-    def of_parent(column: str) -> Any:
-        return parent[column].array.take(at, allow_fill=True)
-
-    channel = jobs["type"].astype("string")
-    triggered = pd.Series(of_parent("created_at")).astype("datetime64[ns, UTC]")
-    first_success, failed_attempts = _per_job(details, jobs["job_id"])
-    final = jobs["final_status"].astype("string")
-    frame = pd.DataFrame(
-        {
-            "job_id": jobs["job_id"].array,
-            "notification_id": ids.array,
-            "subscriber_id": of_parent("subscriber_id"),
-            "workflow": of_parent("workflow_identifier"),
-            "channel": channel.array,
-            "provider_id": jobs["provider_id"].array,
-            "triggered_at": triggered.array,
-            "started_at": jobs["first_execution_at"].array,
-            "ended_at": jobs["last_execution_at"].array,
-            "final_status": final.array,
-            "outcome": final.map(_OUTCOME_OF).fillna("in_flight").array,
-            "error_code": jobs["error_code"].array,
-            "error_text": jobs["error_text"].array,
-            "domain": _domains(pd.Series(of_parent("subscriber_email"), dtype="string"))
-            .where(channel.eq("email").fillna(False).to_numpy())
-            .array,
-            "job_duration_s": jobs["duration_s"].astype("float64").array,
-            "failed_attempts": failed_attempts,
-        }
-    )
-    delay = pd.Series(first_success, dtype="datetime64[ns, UTC]") - triggered
-    frame["time_to_deliver_s"] = delay.dt.total_seconds().to_numpy()
+    frame = delivery_job_rows(activity).to_pandas()
+    if frame.empty:
+        frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in _JOB_COLUMNS.items()})
     return frame.astype(_JOB_COLUMNS)[list(_JOB_COLUMNS)]
 
 
@@ -241,12 +204,6 @@ def time_to_send(jobs: pd.DataFrame) -> pd.Series:
     never sent); ``jobs`` from `delivery_jobs`. See `DEFINITIONS`."""
     waited = (jobs["started_at"] - jobs["triggered_at"]).dt.total_seconds()
     return (jobs["time_to_deliver_s"] - waited).rename("time_to_send_s")
-
-
-def email_domain(addresses: pd.Series) -> pd.Series:
-    """The lower-cased domain of each email address (missing when there is no ``@``)."""
-    text = addresses.astype("string").str.strip().str.lower()
-    return text.str.extract(r"@([^@\s]+)$", expand=False)
 
 
 def wilson_interval(
@@ -428,7 +385,7 @@ def totals(jobs: pd.DataFrame) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def _frames(activity: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def check_activity(activity: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     frames = tuple(getattr(activity, name, None) for name in REQUIRED_COLUMNS)
     if not all(isinstance(frame, pd.DataFrame) for frame in frames):
         raise ParameterError(
@@ -447,24 +404,6 @@ def _frames(activity: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return frames
 
 
-def _per_job(details: pd.DataFrame, job_ids: pd.Series) -> tuple[pd.Series, np.ndarray]:
-    """For each of ``job_ids``: the instant of its first ``Success`` execution detail (NaT when
-    none), and how many of its execution details are ``Failed``."""
-    owner = positions(job_ids, details["job_id"])
-    status = details["status"].astype("string")
-    known = owner >= 0
-    failed = status.eq("Failed").fillna(False).to_numpy() & known
-    attempts = np.bincount(owner[failed], minlength=len(job_ids)).astype("int64")
-    success = status.eq("Success").fillna(False).to_numpy() & known
-    at = details["created_at"].astype("datetime64[ns, UTC]").array.asi8[success]
-    first = np.full(len(job_ids), np.iinfo("int64").max)
-    np.minimum.at(first, owner[success], at)
-    instants = pd.to_datetime(
-        np.where(first == np.iinfo("int64").max, pd.NaT.value, first), utc=True
-    )
-    return pd.Series(instants), attempts
-
-
 def positions(keys: pd.Series, values: pd.Series) -> np.ndarray:
     """The position in ``keys`` of each of ``values`` (its first occurrence; -1 when absent or
     missing): an index lookup by one hash table of ``keys``, in Arrow."""
@@ -476,13 +415,6 @@ def positions(keys: pd.Series, values: pd.Series) -> np.ndarray:
         key_array = key_array.combine_chunks()
     found = pc.index_in(pa.array(values.astype("string").array), value_set=key_array)
     return pc.fill_null(found, -1).to_numpy().astype("int64", copy=False)
-
-
-def _domains(addresses: pd.Series) -> pd.Series:
-    """`email_domain` of many addresses, computed once per distinct address."""
-    codes, unique = pd.factorize(addresses)
-    domains = email_domain(pd.Series(unique, dtype="string")).array
-    return pd.Series(domains.take(codes, allow_fill=True), dtype="string")
 
 
 def _columns(frame: pd.DataFrame, by: str | Sequence[str], name: str) -> list[str]:

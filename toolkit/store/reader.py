@@ -21,25 +21,28 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from toolkit._version import __version__
-from toolkit.errors import ParameterError
+from toolkit.engines import check_engine, relations
+from toolkit.errors import ParameterError, StoreError
 from toolkit.frames import Activity
 from toolkit.store import layout
 from toolkit.store.filters import FILTER_COLUMNS, FILTERS, check_filters, filter_mask
-from toolkit.store.state import State, StoreError
+from toolkit.store.state import State
 from toolkit.timeutil import resolve_window, to_iso
 
 __all__ = ["Store", "open_store", "read_file"]
 
 
-def open_store(path: str | Path) -> Store:
-    """The store at ``path`` (made by `toolkit.sync`).
+def open_store(path: str | Path, *, engine: Any = None) -> Store:
+    """The store at ``path`` (made by `toolkit.sync`), queried by ``engine``: ``"duckdb"`` (the
+    default, embedded), ``"spark"`` (``SparkSession.builder.getOrCreate()``) or a
+    ``pyspark.sql.SparkSession`` (local disk, HDFS or S3 paths, as Spark reads them).
 
     Raises
     ------
     ParameterError
-        ``path`` is not a store.
+        ``path`` is not a store, or ``engine`` is unknown, stopped, or needs PySpark or Java.
     """
-    return Store(path)
+    return Store(path, engine=engine)
 
 
 class Store:
@@ -57,10 +60,13 @@ class Store:
         The service and environment it was synced from.
     filters : dict
         The filters of its syncs.
+    engine : str or SparkSession
+        What counts it (`toolkit.engines`): ``"duckdb"`` or a SparkSession.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, engine: Any = None):
         self.path = Path(path).expanduser()
+        self.engine = check_engine(engine)
         state = State.load(self.path) if self.path.is_dir() else None
         if state is None:
             raise ParameterError("path", str(path), "a store made by toolkit.sync (a directory with a state.json)")  # fmt: skip
@@ -84,7 +90,7 @@ class Store:
 
     def refresh(self) -> Store:
         """Re-read the state (after a sync by another process)."""
-        self.__init__(self.path)
+        self.__init__(self.path, engine=self.engine)
         return self
 
     def __repr__(self) -> str:
@@ -336,6 +342,19 @@ class Store:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _bounds(self, after, before) -> tuple[pd.Timestamp, pd.Timestamp]:
+        """The window asked of the store's relations (`toolkit.counts`)."""
+        start, end, _ = self._window(after, before, {})
+        return pd.Timestamp(start), pd.Timestamp(end)
+
+    def _relations(self, start, end):
+        """The store's tables on its engine: the window's partition files on DuckDB, the whole
+        store (pruned by the window in the query) on Spark."""
+        if self.engine == "duckdb":
+            return relations(None, files=self._files(start, end))
+        days = (start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d"))
+        return relations(None, engine=self.engine, root=str(self.path), days=days)
+
     def _window(self, after, before, filters):
         filters = check_filters(filters, allowed=FILTERS)
         first, watermark = self.window
@@ -480,7 +499,8 @@ def _reduced_details() -> str:
     from toolkit.metrics import REQUIRED_COLUMNS
 
     columns = REQUIRED_COLUMNS["execution_details"]
-    first = {"job_id": "job_id", "status": "'Success'", "created_at": "min(created_at)"}
+    first = {"job_id": "job_id", "notification_id": "any_value(notification_id)",
+             "status": "'Success'", "created_at": "min(created_at)"}  # fmt: skip
     success = ", ".join(f"{first.get(c, 'CAST(NULL AS VARCHAR)')} AS {c}" for c in columns)
     return (
         f"SELECT {success} FROM read_parquet($1) WHERE status = 'Success' AND {_CHOSEN}"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit._version import __version__
-from toolkit.errors import ParameterError, ToolkitError
+from toolkit.errors import ParameterError, StoreError
 from toolkit.timeutil import parse_time, to_iso, utcnow
 
 __all__ = ["Checkpoint", "State", "StoreError", "StoreLockedError", "writer_lock"]
@@ -30,10 +30,6 @@ STATE_FILE = "state.json"
 CHECKPOINT_FILE = "sync.checkpoint.json"
 LOCK_FILE = ".lock"
 FORMAT = 1
-
-
-class StoreError(ToolkitError):
-    """A store on disk that cannot be used as it is (damaged, or not a store)."""
 
 
 class StoreLockedError(StoreError):

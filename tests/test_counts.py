@@ -1,0 +1,145 @@
+"""Counts (`toolkit.delivery_counts`): against hand-counted frames, equal from an Activity and from
+a store of the same window, on DuckDB and on Spark, and bad input refused before any work."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+import toolkit
+from tests.test_charts import T0, _detail, _job, _notification
+from toolkit import counts
+from toolkit.client import connect
+from toolkit.errors import ParameterError, StoreError
+from toolkit.frames import activity_frames
+
+
+def _hand_activity():
+    """Three notifications at 10:00 and one at 11:30: email delivered after one failed attempt,
+    email bounced, sms pending, push skipped, and a digest step that is no delivery."""
+    rows = [
+        _notification(1, _job("e1", "email", "sendgrid", "completed", _detail("a", 1, "Failed"),
+                              _detail("b", 3, "Success"))),
+        _notification(2, _job("e2", "email", "sendgrid", "failed", _detail("c", 2, "Failed"))),
+        _notification(3, _job("s1", "sms", "twilio", "pending", _detail("d", 4, "Pending")),
+                      _job("g1", "digest", None, "completed", _detail("e", 5, "Success"))),
+        _notification(4, _job("p1", "push", "fcm", "skipped")),
+    ]  # fmt: skip
+    rows[0]["subscriber"]["email"] = "Ann@Example.COM"
+    rows[1]["subscriber"]["email"] = "bob@example.com"
+    rows[3]["createdAt"] = (T0 + pd.Timedelta("90min")).isoformat()
+    return activity_frames(rows)
+
+
+def test_counts_by_hand():
+    table = toolkit.delivery_counts(_hand_activity(), freq="1h", by=["channel", "domain"])
+    assert list(table.columns) == ["bucket", "channel", "domain", *counts.COUNTS]
+    rows = table.assign(bucket=table["bucket"].dt.strftime("%H:%M")).astype(object)
+    rows = rows.where(table.notna(), None).to_dict("records")
+    zero = dict.fromkeys(counts.COUNTS, 0)
+    assert rows == [
+        {**zero, "bucket": "10:00", "channel": "email", "domain": "example.com", "jobs": 2,
+         "finished": 1, "failed": 1, "met_failure": 2, "delivered": 1},
+        {**zero, "bucket": "10:00", "channel": "sms", "domain": None, "jobs": 1, "in_flight": 1},
+        {**zero, "bucket": "11:00", "channel": "push", "domain": None, "jobs": 1, "not_sent": 1},
+    ]  # fmt: skip
+    assert table.attrs["freq"] == pd.Timedelta("1h") and table.attrs["engine"] == "duckdb"
+    totals = toolkit.delivery_counts(_hand_activity(), freq="1D", by=[])
+    assert totals[list(counts.COUNTS)].to_dict("records") == [
+        {"jobs": 4, "finished": 1, "failed": 1, "in_flight": 1, "not_sent": 1,
+         "met_failure": 2, "delivered": 1}
+    ]  # fmt: skip
+
+
+def test_counts_sum_to_the_delivery_jobs_rows(sandbox):
+    activity = toolkit.read_activity(connect(sandbox=sandbox, progress=False), after="2d")
+    jobs = toolkit.metrics.delivery_jobs(activity)
+    table = toolkit.delivery_counts(activity, by=["channel", "provider_id"])
+    by_outcome = jobs["outcome"].value_counts()
+    for outcome in toolkit.metrics.OUTCOMES:
+        assert table[outcome].sum() == by_outcome.get(outcome, 0)
+    rates = toolkit.metrics.failure_rates(jobs, ["channel", "provider_id"])
+    summed = table.groupby(["channel", "provider_id"], dropna=False)[["failed", "finished"]].sum()
+    for row in rates.itertuples():
+        assert summed.loc[(row.channel, row.provider_id), "failed"] == row.failed
+
+
+def test_an_empty_window_is_a_zero_row_frame_with_every_column():
+    activity = _hand_activity()
+    table = toolkit.delivery_counts(activity, after=T0 + pd.Timedelta("2h"), before=T0 + pd.Timedelta("3h"))  # fmt: skip
+    assert len(table) == 0
+    assert list(table.columns) == ["bucket", *counts.DEFAULT_BY, *counts.COUNTS]
+    assert str(table["bucket"].dtype) == "datetime64[ns, UTC]"
+    assert all(str(table[c].dtype) == "int64" for c in counts.COUNTS)
+
+
+def test_bad_input_is_refused():
+    activity = _hand_activity()
+    with pytest.raises(ParameterError, match="by"):
+        toolkit.delivery_counts(activity, by=["channel", "colour"])
+    with pytest.raises(ParameterError, match="freq"):
+        toolkit.delivery_counts(activity, freq="soon")
+    with pytest.raises(ParameterError, match="an Activity"):
+        toolkit.delivery_counts(activity.jobs)
+    with pytest.raises(ParameterError, match="engine"):
+        toolkit.open_store("anywhere", engine="postgres")
+
+
+@pytest.fixture(scope="module")
+def store_path(sandbox, tmp_path_factory):
+    path = tmp_path_factory.mktemp("counts") / "store"
+    toolkit.sync(connect(sandbox=sandbox, progress=False), path, since="2d")
+    return path
+
+
+def test_a_store_counts_what_its_activity_counts(store_path):
+    store = toolkit.open_store(store_path)
+    window = {"after": "30h", "before": "2h"}
+    from_store = toolkit.delivery_counts(store, freq="1h", **window)
+    after, before = store._bounds(window["after"], window["before"])
+    activity = store.read(after=after, before=before)
+    from_frames = toolkit.delivery_counts(activity, freq="1h", after=after, before=before)
+    pd.testing.assert_frame_equal(from_store, from_frames, check_like=False)
+    assert from_store["jobs"].sum() > 1000
+
+
+spark_missing = pytest.mark.skipif(
+    shutil.which("java") is None, reason="Spark needs Java 17 (.ci/run installs it)"
+)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    pyspark = pytest.importorskip("pyspark.sql", reason="the [spark] extra is not installed")
+    session = (
+        pyspark.SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@spark_missing
+def test_spark_counts_what_duckdb_counts(store_path, spark):
+    duck = toolkit.open_store(store_path)
+    on_spark = toolkit.open_store(store_path, engine=spark)
+    for by in (None, ["workflow", "final_status"]):
+        expected = toolkit.delivery_counts(duck, after="40h", freq="1h", by=by)
+        got = toolkit.delivery_counts(on_spark, after="40h", freq="1h", by=by)
+        assert got.attrs.pop("engine") == "spark" and expected.attrs.pop("engine") == "duckdb"
+        pd.testing.assert_frame_equal(got, expected)
+    with pytest.raises(StoreError, match="Spark cannot read"):
+        toolkit.delivery_counts(toolkit.open_store(_emptied(store_path), engine=spark))
+
+
+def _emptied(path):
+    """A copy of the store at ``path`` without its jobs directory."""
+    copy = path.parent / "no-jobs"
+    if not copy.exists():
+        shutil.copytree(path, copy)
+        shutil.rmtree(copy / "jobs")
+    return copy

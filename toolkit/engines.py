@@ -1,0 +1,161 @@
+"""Engines: where the toolkit's relational definitions (`toolkit.counts`) run.
+
+The same SQL text runs on every engine: DuckDB over frames in memory (registered as Arrow, no
+copy), DuckDB over a store's Parquet files, and Apache Spark over the same files (local, HDFS or
+S3 paths, as Spark reads them). The text keeps to what both dialects share; the one function
+they spell differently, ``unix_micros(t)`` (microseconds since the epoch), is a DuckDB macro.
+
+>>> with relations(activity) as rel:                # notifications, jobs, execution_details
+...     rel.query("SELECT count(*) AS n FROM jobs")
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from toolkit.errors import ParameterError, StoreError
+
+__all__ = ["ENGINES", "Relations", "check_engine", "relations", "spark_session"]
+
+#: The engines by name; a `pyspark.sql.SparkSession` may be given in place of ``"spark"``.
+ENGINES = ("duckdb", "spark")
+TABLES = ("notifications", "jobs", "execution_details")
+
+
+@dataclass
+class Relations:
+    """The three activity tables of one source, queryable by SQL on one engine."""
+
+    engine: str
+    run: Any  # (sql) -> pyarrow.Table
+
+    def query(self, sql: str) -> pa.Table:
+        """``sql`` over the tables, as an Arrow table."""
+        return self.run(sql)
+
+
+def check_engine(engine: Any) -> Any:
+    """``engine`` as ``"duckdb"``, ``"spark"`` or a live SparkSession, or `ParameterError`."""
+    if engine is None or engine == "duckdb":
+        return "duckdb"
+    if engine == "spark":
+        return spark_session()
+    if _is_spark(engine):
+        if _stopped(engine):
+            raise ParameterError("engine", "a stopped SparkSession", "a running SparkSession (SparkSession.builder.getOrCreate())")  # fmt: skip
+        return engine
+    raise ParameterError("engine", engine, f"one of {list(ENGINES)}, or a pyspark.sql.SparkSession")  # fmt: skip
+
+
+def spark_session() -> Any:
+    """``SparkSession.builder.getOrCreate()`` on UTC, or a `ParameterError` saying what to install."""
+    import shutil
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ParameterError(
+            "engine", "spark", "an installed PySpark: pip install 'toolkit[spark]' (and Java 17: apt-get install openjdk-17-jre-headless)"
+        ) from None  # fmt: skip
+    import os
+
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        raise ParameterError("engine", "spark", "Java 17 for Spark: apt-get install openjdk-17-jre-headless (or set JAVA_HOME)")  # fmt: skip
+    return SparkSession.builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+@contextlib.contextmanager
+def relations(
+    source: Any,
+    *,
+    files: dict[str, Sequence[str]] | None = None,
+    engine: Any = "duckdb",
+    root: str | None = None,
+    days: tuple[str, str] | None = None,
+) -> Iterator[Relations]:
+    """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
+    ``files`` by table (DuckDB), or a store's ``root`` directory on a SparkSession ``engine``
+    (its partitions from ``days[0]`` to ``days[1]``)."""
+    if engine == "duckdb":
+        with _duckdb(source, files) as rel:
+            yield rel
+    else:
+        yield _spark(engine, root, days)
+
+
+@contextlib.contextmanager
+def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None) -> Iterator[Relations]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE MACRO unix_micros(t) AS epoch_us(CAST(t AS TIMESTAMPTZ))")
+        for table in TABLES:
+            if files is None:
+                con.register(table, _arrow(getattr(activity, table)))
+            elif files[table]:
+                listed = ", ".join(f"'{_quoted(path)}'" for path in files[table])
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}])")  # fmt: skip
+            else:
+                from toolkit.store import layout
+
+                con.register(table, layout.arrow_schema(table).empty_table())
+
+        def run(sql: str) -> pa.Table:
+            try:
+                return con.sql(sql).to_arrow_table()
+            except duckdb.IOException as error:
+                raise StoreError(f"{error}: a file of the store is damaged or truncated; run sync again to re-read its day") from None  # fmt: skip
+
+        yield Relations("duckdb", run)
+
+
+def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
+    from pyspark.sql import functions
+
+    for table in TABLES:
+        try:
+            frame = spark.read.option("basePath", f"{root}/{table}").parquet(f"{root}/{table}")
+        except Exception as error:  # noqa: BLE001 (Spark's AnalysisException: a path it cannot read)
+            raise StoreError(f"Spark cannot read {root}/{table}: {str(error).splitlines()[0]}") from None  # fmt: skip
+        partition = functions.col("created_date")
+        frame.where(partition.between(*days)).createOrReplaceTempView(table)
+
+    def run(sql: str) -> pa.Table:
+        frame = spark.sql(sql)
+        try:
+            return frame.toArrow()
+        except AttributeError:  # PySpark < 4
+            return pa.Table.from_pandas(frame.toPandas(), preserve_index=False)
+
+    return Relations("spark", run)
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    """A frame as Arrow for DuckDB: object columns (payloads, lists) are left out."""
+    kept = frame[
+        [name for name, dtype in frame.dtypes.items() if not pd.api.types.is_object_dtype(dtype)]
+    ]
+    kept.attrs = {}
+    return pa.Table.from_pandas(kept, preserve_index=False)
+
+
+def _is_spark(engine: Any) -> bool:
+    return type(engine).__name__ == "SparkSession" and type(engine).__module__.startswith("pyspark")
+
+
+def _stopped(spark: Any) -> bool:
+    try:
+        return spark.sparkContext._jsc is None
+    except Exception:  # noqa: BLE001 (a Connect session has no context: it is live or fails later)
+        return False
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
