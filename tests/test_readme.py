@@ -34,9 +34,10 @@ RUNNER = textwrap.dedent(
     """
     import re, sys
     blocks = re.findall(r"```python\\n(.*?)```", open(sys.argv[1]).read(), flags=re.S)
+    chosen = [int(n) for n in sys.argv[2:]] or range(1, len(blocks) + 1)
     session = {"__name__": "__main__"}
     try:
-        for number, block in enumerate(blocks, 1):
+        for number, block in ((n, blocks[n - 1]) for n in chosen):
             print(f"--- snippet {number}", flush=True)
             exec(compile(block, f"README.md, python snippet {number}", "exec"), session)
     finally:
@@ -65,6 +66,12 @@ def test_readme_snippets_run_as_written(tmp_path):
     printed = result.stdout.split("--- snippet 2")[0].splitlines()[1:]
     shown = [line[2:] for line in snippets()[0].splitlines() if line.startswith("# ")]
     assert [_timeless(line) for line in shown] == [_timeless(line) for line in printed]
+    # the sync snippet again, in a new session: a new local sandbox on another port, same store
+    # (once, refused as "another source")
+    history = next(n for n, s in enumerate(snippets(), 1) if "toolkit.sync(" in s)
+    again = subprocess.run([sys.executable, "-c", RUNNER, str(README), "1", str(history)],
+                           cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
 
 
 def test_the_tutorial_list_names_every_notebook():

@@ -42,8 +42,9 @@ def _open(browser, path: Path):
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.route("**/*", lambda route: _only_the_file(route, path, requests))
     page.goto(path.as_uri(), wait_until="load")
-    page.wait_for_function(
-        "n => document.querySelectorAll('.plotly-graph-div .main-svg').length >= n",
+    page.wait_for_function(  # every figure drawn (the page draws them one after the other)
+        "n => { const divs = [...document.querySelectorAll('.plotly-graph-div')];"
+        " return divs.length >= n && divs.every((div) => div.querySelector('.main-svg')); }",
         arg=len(CHARTS),
         timeout=30_000,
     )

@@ -1,16 +1,26 @@
 """Execute notebooks in place, as ``jupyter execute --inplace`` does, but without per-cell timing
 metadata: re-running them then changes only what they show (``make notebooks``).
 
+Each plotly figure's output also gets a static SVG of it (drawn by kaleido with Debian's
+Chromium), so that GitHub and nbviewer, which do not run plotly.js, show the figures too;
+JupyterLab still draws the interactive one.
+
 Run: ``.venv/bin/python tools/execute_notebooks.py notebooks/01_quickstart.ipynb ...``
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+import kaleido
 import nbformat
+import plotly.io as pio
 from nbclient import NotebookClient
+
+PLOTLY = "application/vnd.plotly.v1+json"
+SVG = "image/svg+xml"
 
 
 def execute(path: Path) -> None:
@@ -23,10 +33,26 @@ def execute(path: Path) -> None:
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            figure = output.get("data", {}).get(PLOTLY)
+            if figure is not None:
+                output["data"][SVG] = static(figure)
     nbformat.write(notebook, path)
 
 
+def static(figure: dict) -> str:
+    """The figure as SVG text, at the size the notebook shows it."""
+    figure = pio.from_json(pio.to_json(figure), skip_invalid=True)
+    return pio.to_image(figure, format="svg", width=900, height=450).decode()
+
+
 if __name__ == "__main__":
-    for name in sys.argv[1:]:
-        print(f"executing {name}", flush=True)
-        execute(Path(name))
+    os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")  # Debian's, as the browser test
+    kaleido.start_sync_server(silence_warnings=True)
+    try:
+        for name in sys.argv[1:]:
+            print(f"executing {name}", flush=True)
+            execute(Path(name))
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
