@@ -283,6 +283,11 @@ def test_a_base_url_password_is_masked_everywhere(stubs, tmp_path, caplog):
             state, caplog.text]  # fmt: skip
     assert all("hunter2secret" not in text for text in seen)
     assert "127.0.0.1" in client.base_url
+    # a store written before base URLs were masked: masked at its next sync, same source
+    old = json.loads(state)
+    (tmp_path / "store" / "state.json").write_text(json.dumps({**old, "base_url": url}))
+    toolkit.sync(client, tmp_path / "store", since="2h", progress=False)
+    assert "hunter2secret" not in (tmp_path / "store" / "state.json").read_text()
 
 
 @pytest.mark.parametrize(
