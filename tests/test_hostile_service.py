@@ -464,3 +464,29 @@ def test_a_write_answered_with_something_else_is_not_reported_done(stubs, write,
     stub = stubs(lambda request, handler: send(handler, 200, b"" if body is None else body))
     with pytest.raises(ResponseError, match="the answer is"):
         write(client_of(stub))
+
+
+def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again(stubs, sandbox):
+    import queue
+
+    from toolkit.client import connect
+    from toolkit.monitor import Monitor
+
+    polls = queue.Queue()
+
+    def sleep(seconds):  # each background poll reports here, then waits to be stopped
+        polls.put(seconds)
+        monitor._stopping.wait()
+
+    slow = stubs(trickle(4))
+    client = connect(sandbox=sandbox, progress=False)
+    monitor = Monitor(client, charts=[], since="10m", sleep=sleep, webhook_url=slow.url + "/hook")
+    monitor._alerts.webhook.timeout = 60
+    monitor._alerts.webhook.send(ALERT)
+    assert monitor.close(timeout=0.2) is False  # returned, the trickling POST given up
+    fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
+    monitor._alerts.webhook._url = fast.url + "/hook"
+    monitor.start()
+    polls.get(timeout=60)
+    monitor._alerts.webhook.send(ALERT)
+    assert monitor.close(timeout=30) and monitor.polls >= 1 and len(fast.requests) == 1
