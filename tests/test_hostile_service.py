@@ -490,3 +490,27 @@ def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again
     polls.get(timeout=60)
     monitor._alerts.webhook.send(ALERT)
     assert monitor.close(timeout=30) and monitor.polls >= 1 and len(fast.requests) == 1
+
+
+def test_a_service_trickling_its_status_line_and_headers_ends_at_the_timeout(stubs):
+    from tests.conftest import wait_for
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Pad: 1\r\n" * 40
+    outcome = []
+
+    def answer(request, handler):  # a byte every 20 ms for 10 s: each read is quick
+        try:
+            for byte in head[:500]:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(0.02)
+            outcome.append("all sent")
+        except OSError:
+            outcome.append("cut by the client")
+            raise
+
+    stub = stubs(answer)
+    with pytest.raises(ServiceConnectionError, match="took more than 0.5 s"):
+        client_of(stub, timeout=0.5).transport.request("GET", "/v1/notifications")
+    wait_for(lambda: outcome)
+    assert outcome == ["cut by the client"]
