@@ -283,6 +283,11 @@ def test_a_base_url_password_is_masked_everywhere(stubs, tmp_path, caplog):
             state, caplog.text]  # fmt: skip
     assert all("hunter2secret" not in text for text in seen)
     assert "127.0.0.1" in client.base_url
+    # a store written before base URLs were masked: masked at its next sync, same source
+    old = json.loads(state)
+    (tmp_path / "store" / "state.json").write_text(json.dumps({**old, "base_url": url}))
+    toolkit.sync(client, tmp_path / "store", since="2h", progress=False)
+    assert "hunter2secret" not in (tmp_path / "store" / "state.json").read_text()
 
 
 @pytest.mark.parametrize(
@@ -459,3 +464,53 @@ def test_a_write_answered_with_something_else_is_not_reported_done(stubs, write,
     stub = stubs(lambda request, handler: send(handler, 200, b"" if body is None else body))
     with pytest.raises(ResponseError, match="the answer is"):
         write(client_of(stub))
+
+
+def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again(stubs, sandbox):
+    import queue
+
+    from toolkit.client import connect
+    from toolkit.monitor import Monitor
+
+    polls = queue.Queue()
+
+    def sleep(seconds):  # each background poll reports here, then waits to be stopped
+        polls.put(seconds)
+        monitor._stopping.wait()
+
+    slow = stubs(trickle(4))
+    client = connect(sandbox=sandbox, progress=False)
+    monitor = Monitor(client, charts=[], since="10m", sleep=sleep, webhook_url=slow.url + "/hook")
+    monitor._alerts.webhook.timeout = 60
+    monitor._alerts.webhook.send(ALERT)
+    assert monitor.close(timeout=0.2) is False  # returned, the trickling POST given up
+    fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
+    monitor._alerts.webhook._url = fast.url + "/hook"
+    monitor.start()
+    polls.get(timeout=60)
+    monitor._alerts.webhook.send(ALERT)
+    assert monitor.close(timeout=30) and monitor.polls >= 1 and len(fast.requests) == 1
+
+
+def test_a_service_trickling_its_status_line_and_headers_ends_at_the_timeout(stubs):
+    from tests.conftest import wait_for
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Pad: 1\r\n" * 40
+    outcome = []
+
+    def answer(request, handler):  # a byte every 20 ms for 10 s: each read is quick
+        try:
+            for byte in head[:500]:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(0.02)
+            outcome.append("all sent")
+        except OSError:
+            outcome.append("cut by the client")
+            raise
+
+    stub = stubs(answer)
+    with pytest.raises(ServiceConnectionError, match="took more than 0.5 s"):
+        client_of(stub, timeout=0.5).transport.request("GET", "/v1/notifications")
+    wait_for(lambda: outcome)
+    assert outcome == ["cut by the client"]

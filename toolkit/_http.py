@@ -6,12 +6,14 @@ threads: concurrent readers share one connection pool and one `Pacer`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
 import os
 import random
 import re
+import socket
 import threading
 import time
 import uuid
@@ -26,6 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import orjson
 import requests
 import urllib3
+import urllib3.connection
 from requests.adapters import HTTPAdapter
 
 from toolkit._version import __version__
@@ -274,11 +277,7 @@ class Transport:
         #: The service's clock minus ours, as its last ``Date`` header says (at most: the
         #: header is rounded down to the second, and read after it was sent).
         self.clock_offset = timedelta(0)
-        self.session = requests.Session()
-        self.session.trust_env = False  # no proxy and netrc look-up on every request
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
+        self.session = new_session(pool_size)
         self.session.headers.update(
             {
                 "Authorization": f"ApiKey {api_key}",
@@ -427,6 +426,59 @@ class Transport:
             ) from None
 
 
+def new_session(pool_size: int = 10) -> requests.Session:
+    """A session whose connections keep `fetch`'s deadline while reading the status line and
+    headers too (a server trickling them is cut at the deadline)."""
+    session = requests.Session()
+    session.trust_env = False  # no proxy and netrc look-up on every request
+    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
+    adapter.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+#: The deadline (monotonic seconds) of the response this thread is waiting for, set by `fetch`.
+_deadline = threading.local()
+
+
+class _Deadline:
+    """Mixin of a connection: while waiting for the status line and headers, a timer shuts
+    its socket down at the thread's deadline."""
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        due = getattr(_deadline, "at", None)
+        if due is None:
+            return super().getresponse(*args, **kwargs)
+        timer = threading.Timer(max(0.0, due - time.monotonic()), self._cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            return super().getresponse(*args, **kwargs)
+        finally:
+            timer.cancel()
+
+    def _cut(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Connection(_Deadline, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _TLSConnection(_Deadline, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _Pool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TLSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _TLSConnection
+
+
 class Redirected(Exception):
     """A redirect `fetch` did not follow (another host, or a write told to change its method)."""
 
@@ -474,9 +526,17 @@ def fetch(
     """
     deadline = time.monotonic() + timeout
     for _hop in range(MAX_HOPS + 1):
-        response = session.request(
-            method, url, timeout=timeout, stream=True, allow_redirects=False, **options
-        )
+        _deadline.at = deadline
+        try:
+            response = session.request(
+                method, url, timeout=timeout, stream=True, allow_redirects=False, **options
+            )
+        except requests.ConnectionError:
+            if time.monotonic() >= deadline:  # cut by the deadline while reading the headers
+                raise requests.Timeout(f"the response took more than {timeout:g} s") from None
+            raise
+        finally:
+            _deadline.at = None
         _read_body(response, deadline, timeout, max_body)
         if response.status_code not in REDIRECTS:
             return response

@@ -186,10 +186,9 @@ class Webhook:
     def _work(self, jobs: queue.Queue, stop: threading.Event) -> None:
         import requests
 
-        from toolkit._http import BodyTooLarge, Redirected, fetch
+        from toolkit._http import BodyTooLarge, Redirected, fetch, new_session
 
-        session = requests.Session()
-        session.trust_env = False
+        session = new_session()
         while (alert := jobs.get()) is not None:
             if stop.is_set():
                 self.failed += 1

@@ -22,6 +22,7 @@ from typing import Any
 
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, StoreError
+from toolkit.redact import mask_userinfo
 from toolkit.timeutil import parse_time, to_iso, utcnow
 
 __all__ = ["Checkpoint", "State", "StoreError", "StoreLockedError", "writer_lock"]
@@ -69,6 +70,7 @@ class State:
                 " longer hold)"
             ) from None
         state._check(path)
+        state.base_url = mask_userinfo(state.base_url)  # a store from before it was masked
         return state
 
     def _check(self, path: Path) -> None:
