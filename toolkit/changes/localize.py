@@ -25,7 +25,7 @@ MIN_SHARE = 0.01
 #: At most this many causes, and combinations of at most this many dimensions.
 MAX_CAUSES = 5
 #: The overdispersion is measured on this many leaves, the busiest.
-BUSIEST = 50
+BUSIEST = 200
 #: ... among those expecting at least this many (fewer show chance, not overdispersion).
 MIN_BUSY = 20.0
 QUARTILE = 0.1015  # the first quartile of a chi-square with one degree of freedom
@@ -160,16 +160,24 @@ def _expected(data: Leaves, measure: str, scale: float) -> tuple[np.ndarray, np.
 
 
 def _common_factor(observed: np.ndarray, expected: np.ndarray) -> float:
-    """The change every slice shares (traffic's hour of day, growth): the median of the leaves'
-    ratios of observed to expected, weighted by the expected, which the leaves of causes holding
-    less than half of the volume cannot move."""
+    """The change every slice shares (traffic's hour of day, growth): the ratio of the totals
+    of the leaves whose own ratio is within three median absolute deviations of the median ratio
+    (both weighted by the expected), which leaves that changed on their own do not move."""
     ok = expected > 0
     if not ok.any():
         return 1.0
-    ratio, weight = observed[ok] / expected[ok], expected[ok]
-    order = np.argsort(ratio)
-    cumulative = np.cumsum(weight[order])
-    return float(max(ratio[order][np.searchsorted(cumulative, cumulative[-1] / 2)], 1e-9))
+    ratio = np.log((observed[ok] + 0.5) / (expected[ok] + 0.5))
+    weight = expected[ok]
+    middle = _weighted_median(ratio, weight)
+    spread = 1.4826 * _weighted_median(np.abs(ratio - middle), weight)
+    kept = np.abs(ratio - middle) <= max(3 * spread, 1e-6)
+    return float(max(observed[ok][kept].sum() / weight[kept].sum(), 1e-9))
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
 def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
