@@ -329,8 +329,9 @@ def report_window(
             previous, earlier, earlier_counts = _previous(read, start, after)
             activity = read(after, before)
         contents = _contents(_period(activity, "activity"), previous, None, top)
-    counts = changes.period_counts(activity)
-    contents["changes"] = changes.section(counts, earlier_counts, (start, after, before))
+    if not filters:  # a store counts its whole window in its engine: unfiltered only
+        counts = changes.period_counts(activity)
+        contents["changes"] = changes.section(counts, earlier_counts, (start, after, before))
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")

@@ -1,5 +1,6 @@
 """The report's "What changed since the previous period": `toolkit.what_changed` of the window
-against the previous period, for the failure rate and the volume, one sentence per cause."""
+against the previous period, for the failure rate and the volume, one sentence per cause (for an
+unfiltered report: a store counts its whole window in its engine)."""
 
 from __future__ import annotations
 
