@@ -125,7 +125,8 @@ def test_sections_in_order_charts_and_plotlyjs_once(written):
     findings = len(report.findings)
     for number in range(1, findings + 1):
         assert html.count(f'<div id="finding-{number}-plot" class="plotly-graph-div"') == 1
-    assert html.count("Plotly.newPlot(") == len(CHARTS) + findings
+    changes = html.count('<article class="change"')  # one small chart per cause
+    assert html.count("Plotly.newPlot(") == len(CHARTS) + findings + changes
     assert html.count(plotly.offline.get_plotlyjs()) == 1
     assert "no data" not in _without_plotlyjs(html)  # a week of data: every chart has some
 

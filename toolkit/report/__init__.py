@@ -331,7 +331,8 @@ def report_window(
         contents = _contents(_period(activity, "activity"), previous, None, top)
     if not filters:  # a store counts its whole window in its engine: unfiltered only
         counts = changes.period_counts(activity)
-        contents["changes"] = changes.section(counts, earlier_counts, (start, after, before))
+        window = (start, after, before)
+        contents["changes"] = changes.section(counts, earlier_counts, window, _figure_html)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     out.write_text(_render(contents, provenance, generated_at or now), encoding="utf-8")
