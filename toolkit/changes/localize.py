@@ -307,9 +307,9 @@ def _ratio(numerator, denominator):
 
 
 def _z_threshold(p: float) -> float:
-    from scipy.special import ndtri
+    from statistics import NormalDist  # not scipy: its import costs a command 0.5 s
 
-    return float(-ndtri(p))
+    return NormalDist().inv_cdf(1 - p) if p > 1e-15 else 8.0
 
 
 def _combine(key: np.ndarray, code: np.ndarray, radix: int) -> np.ndarray:
