@@ -46,8 +46,10 @@ there is no ``met_failure``) says how the jobs failed, not which jobs: it is lef
 search (for both measures) and its most common value among a cause's failures is named in the
 sentence.
 
-``excess`` is a cause's failures (volume: jobs) above what its baseline predicts, and
-``share_of_change`` that over the whole data's (period minus expected, summed over every leaf).
+``excess`` is a cause's failures (volume: jobs) above what its baseline predicts (negative
+below), and ``share_of_change`` its part of the change its way: its excess over the excess of the
+causes that went the same way plus the rest's net change if that went the same way too (slices
+that moved the other way, such as a provider that recovered, do not dilute it).
 """
 
 from __future__ import annotations

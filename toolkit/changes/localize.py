@@ -115,7 +115,6 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
                 return [], f"the {word} changed alike in every slice: no slice stands out"
             break
         excess = float(observed[members].sum() - expected[members].sum())
-        share = excess / total_change if total_change else np.nan
         if abs(excess) < MIN_EXCESS or (causes and abs(excess) < MIN_SHARE * largest):
             break
         largest = max(largest, abs(excess))
@@ -129,10 +128,14 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
                 baseline_jobs=float(data.baseline_jobs[members].sum()),
                 baseline_failed=float(data.baseline_failed[members].sum()),
                 excess=excess,
-                share=share,
+                share=np.nan,  # below, once every cause is known
             )
         )
     if causes:
+        rest = total_change - sum(c.excess for c in causes)
+        for c in causes:  # of the change their way: the causes' and the rest's if it went so too
+            same = sum(abs(o.excess) for o in causes if np.sign(o.excess) == np.sign(c.excess))
+            c.share = abs(c.excess) / (same + max(0.0, np.sign(c.excess) * rest))
         return sorted(causes, key=lambda c: -abs(c.excess)), ""
     return [], (
         f"no slice departs from its baseline beyond noise ({tests:,} combinations of "
