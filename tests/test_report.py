@@ -129,7 +129,8 @@ def test_sections_in_order_charts_and_plotlyjs_once(written):
     findings = len(report.findings)
     for number in range(1, findings + 1):
         assert html.count(f'<div id="finding-{number}-plot" class="plotly-graph-div"') == 1
-    assert html.count("data-plot=") == len(CHARTS) + findings
+    changes = html.count('<article class="change"')  # one small chart per cause
+    assert html.count("data-plot=") == len(CHARTS) + findings + changes
     assert html.count(packed_plotlyjs()) == 1
     assert unpack(packed_plotlyjs()) == plotly.offline.get_plotlyjs()
     assert len(html.encode()) < 2_000_000  # one offline file (4.9 MB with plotly.js as is)

@@ -343,6 +343,7 @@ def test_the_report_says_what_changed_since_the_previous_period(sandbox_activity
     assert "What changed since the previous period" in html
     section = html.split('id="changes"')[1].split("</section>")[0]
     assert "provider_id=twilio: " in section
+    assert 'id="change-1-plot"' in section  # its small chart
     quiet = ("2026-10-26T12:00:00Z", "2026-10-27T12:00:00Z")
     calm = report_window(
         lambda after, before: _slice(activity, pd.Timestamp(after), pd.Timestamp(before)),
@@ -369,3 +370,14 @@ def test_the_explorer_explains_its_window_against_the_one_before(sandbox_activit
     length = pd.Timestamp(end) - pd.Timestamp(start)
     assert [pd.Timestamp(t) for t in fetched[-1]] == [pd.Timestamp(start) - length, pd.Timestamp(start)]  # fmt: skip
     assert "provider_id=twilio" in explorer.changes_output.outputs[0]["text"]
+
+
+def test_a_cause_has_a_small_chart_of_its_slice():
+    row = toolkit.what_changed(counts(broken({"provider_id": "p1"})), period=PERIOD).iloc[0]
+    bars = toolkit.charts.change(row).data[0]
+    assert list(bars.x) == ["baseline", "expected", "period"]
+    assert list(bars.y) == pytest.approx(
+        [row["baseline_rate"], (row["failed"] - row["excess"]) / row["jobs"], row["failure_rate"]]
+    )
+    with pytest.raises(ParameterError, match="cause"):
+        toolkit.charts.change({"jobs": 1})

@@ -30,6 +30,7 @@ from toolkit.words import channel_name, kind_name, provider_name
 
 __all__ = [
     "FUNNEL_STAGES",
+    "change",
     "MISSING",
     "OTHER_COLOR",
     "STATUS_COLORS",
@@ -338,6 +339,39 @@ def incident_window(jobs, incident) -> go.Figure:
                         mode="lines", line_color=STATUS_COLORS["Queued"])  # fmt: skip
         fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "title": "seconds"})
     fig.add_vrect(x0=start, x1=end, fillcolor=STATUS_COLORS["Failed"], opacity=0.12, line_width=0)
+    return fig
+
+
+def change(cause, measure: str = "failure_rate") -> go.Figure:
+    """A small chart of one cause of `toolkit.what_changed`: its failure rate (volume: its
+    delivery jobs) in the baseline, as expected for the period, and in the period.
+
+    Parameters
+    ----------
+    cause : mapping or Series
+        A row of `toolkit.what_changed` (``cause, jobs, failed, failure_rate, baseline_jobs,
+        baseline_rate, excess``).
+    measure : {"failure_rate", "volume"}
+        The measure the row explains.
+    """
+    needed = ("cause", "jobs", "failed", "failure_rate", "baseline_jobs", "baseline_rate", "excess")
+    if not isinstance(cause, Mapping | pd.Series) or not all(k in cause for k in needed):
+        raise ParameterError("cause", _kind(cause), "a row of toolkit.what_changed")
+    if measure not in ("failure_rate", "volume"):
+        raise ParameterError("measure", measure, "'failure_rate' or 'volume'")
+    where = " & ".join(f"{name}={value}" for name, value in cause["cause"].items())
+    if measure == "volume":
+        values = [cause["baseline_jobs"], cause["jobs"] - cause["excess"], cause["jobs"]]
+    else:
+        expected = (cause["failed"] - cause["excess"]) / cause["jobs"] if cause["jobs"] else None
+        values = [cause["baseline_rate"], expected, cause["failure_rate"]]
+    axis = "delivery jobs" if measure == "volume" else "failure rate"
+    fig = _figure(where, None, axis, height=220, showlegend=False)
+    fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 30}, title_font_size=13)
+    fig.add_bar(x=["baseline", "expected", "period"], y=values,
+                marker_color=[OTHER_COLOR, OTHER_COLOR, STATUS_COLORS["Failed"]])  # fmt: skip
+    if measure == "failure_rate":
+        fig.update_yaxes(tickformat=".0%")
     return fig
 
 

@@ -15,8 +15,9 @@ deviation per leaf, iDice's significance pruning):
    to the baseline by iterative proportional fitting, each effect shrunk by `PRIOR_FAILURES`)
    with the weight of `PRIOR_JOBS` baseline jobs: a leaf with little baseline takes the rate its
    values predict. Volume: the leaf's baseline jobs times the period's length over the
-   baseline's, times the change every slice shares (the weighted median of the leaves' ratios:
-   the hour of day, growth), so a slice stands out against the rest, not against the clock.
+   baseline's, times the change every slice shares (the hour of day, growth: the ratio of the
+   totals of the leaves whose own ratio is within three median absolute deviations of the
+   median), so a slice stands out against the rest, not against the clock.
 2. **Candidates.** Every value of every combination of one to three dimensions (a missing value
    is not a cause). Assuming a candidate is a root cause spreads its change over its leaves as a
    real change spreads (the *ripple effect*): for a failure rate that rose, the same share of
@@ -45,8 +46,10 @@ there is no ``met_failure``) says how the jobs failed, not which jobs: it is lef
 search (for both measures) and its most common value among a cause's failures is named in the
 sentence.
 
-``excess`` is a cause's failures (volume: jobs) above what its baseline predicts, and
-``share_of_change`` that over the whole data's (period minus expected, summed over every leaf).
+``excess`` is a cause's failures (volume: jobs) above what its baseline predicts (negative
+below), and ``share_of_change`` its part of the change its way: its excess over the excess of the
+causes that went the same way plus the rest's net change if that went the same way too (slices
+that moved the other way, such as a provider that recovered, do not dilute it).
 """
 
 from __future__ import annotations

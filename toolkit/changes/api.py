@@ -28,6 +28,8 @@ COLUMNS = {
     "summary": "string",
 }
 _COUNTS = ("jobs", "failed")
+#: The counts a counts frame may have that `what_changed` reads.
+_NUMBERS = (*_COUNTS, "finished", "met_failure")
 
 
 def what_changed(
@@ -109,7 +111,8 @@ class _Counts:
         for name in ("bucket", *_COUNTS):
             if name not in frame.columns:
                 raise ParameterError("data", f"a frame without {name!r}", _DATA)
-        for name in [c for c in (*_COUNTS, "finished", "met_failure") if c in frame.columns]:
+        self.numbers = [name for name in _NUMBERS if name in frame.columns]
+        for name in self.numbers:
             _check_counts(name, frame[name])
         if (frame["failed"].to_numpy() > frame["jobs"].to_numpy()).any():
             raise ParameterError("data", "failed > jobs", "counts with failed <= jobs")
@@ -120,22 +123,16 @@ class _Counts:
             steps = self.bucket.drop_duplicates().sort_values().diff().dropna()
             freq = steps.min() if len(steps) else pd.Timedelta(1)
         self.first, self.end = self.bucket.min(), self.bucket.max() + pd.Timedelta(freq)
+        text = pd.api.types.is_string_dtype
         self.dimensions = [
-            c
-            for c in frame.columns
-            if c != "bucket"
-            and (
-                pd.api.types.is_string_dtype(frame[c])
-                or isinstance(frame[c].dtype, pd.CategoricalDtype)
-            )  # fmt: skip
+            name
+            for name, column in frame.items()
+            if name != "bucket" and (text(column) or isinstance(column.dtype, pd.CategoricalDtype))
         ]
 
     def counts(self, start, end, dims) -> pd.DataFrame:
         inside = ((self.bucket >= start) & (self.bucket < end)).to_numpy()
-        return self.frame.loc[inside, [*dims, *self._numbers()]]
-
-    def _numbers(self) -> list[str]:
-        return [c for c in (*_COUNTS, "finished", "met_failure") if c in self.frame.columns]
+        return self.frame.loc[inside, [*dims, *self.numbers]]
 
 
 class _Engine:

@@ -25,7 +25,7 @@ MIN_SHARE = 0.01
 #: At most this many causes, and combinations of at most this many dimensions.
 MAX_CAUSES = 5
 #: The overdispersion is measured on this many leaves, the busiest.
-BUSIEST = 50
+BUSIEST = 200
 #: ... among those expecting at least this many (fewer show chance, not overdispersion).
 MIN_BUSY = 20.0
 QUARTILE = 0.1015  # the first quartile of a chi-square with one degree of freedom
@@ -115,7 +115,6 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
                 return [], f"the {word} changed alike in every slice: no slice stands out"
             break
         excess = float(observed[members].sum() - expected[members].sum())
-        share = excess / total_change if total_change else np.nan
         if abs(excess) < MIN_EXCESS or (causes and abs(excess) < MIN_SHARE * largest):
             break
         largest = max(largest, abs(excess))
@@ -129,10 +128,14 @@ def explain(data: Leaves, measure: str, scale: float, alpha: float) -> tuple[lis
                 baseline_jobs=float(data.baseline_jobs[members].sum()),
                 baseline_failed=float(data.baseline_failed[members].sum()),
                 excess=excess,
-                share=share,
+                share=np.nan,  # below, once every cause is known
             )
         )
     if causes:
+        rest = total_change - sum(c.excess for c in causes)
+        for c in causes:  # of the change their way: the causes' and the rest's if it went so too
+            same = sum(abs(o.excess) for o in causes if np.sign(o.excess) == np.sign(c.excess))
+            c.share = abs(c.excess) / (same + max(0.0, np.sign(c.excess) * rest))
         return sorted(causes, key=lambda c: -abs(c.excess)), ""
     return [], (
         f"no slice departs from its baseline beyond noise ({tests:,} combinations of "
@@ -160,16 +163,24 @@ def _expected(data: Leaves, measure: str, scale: float) -> tuple[np.ndarray, np.
 
 
 def _common_factor(observed: np.ndarray, expected: np.ndarray) -> float:
-    """The change every slice shares (traffic's hour of day, growth): the median of the leaves'
-    ratios of observed to expected, weighted by the expected, which the leaves of causes holding
-    less than half of the volume cannot move."""
+    """The change every slice shares (traffic's hour of day, growth): the ratio of the totals
+    of the leaves whose own ratio is within three median absolute deviations of the median ratio
+    (both weighted by the expected), which leaves that changed on their own do not move."""
     ok = expected > 0
     if not ok.any():
         return 1.0
-    ratio, weight = observed[ok] / expected[ok], expected[ok]
-    order = np.argsort(ratio)
-    cumulative = np.cumsum(weight[order])
-    return float(max(ratio[order][np.searchsorted(cumulative, cumulative[-1] / 2)], 1e-9))
+    ratio = np.log((observed[ok] + 0.5) / (expected[ok] + 0.5))
+    weight = expected[ok]
+    middle = _weighted_median(ratio, weight)
+    spread = 1.4826 * _weighted_median(np.abs(ratio - middle), weight)
+    kept = np.abs(ratio - middle) <= max(3 * spread, 1e-6)
+    return float(max(observed[ok][kept].sum() / weight[kept].sum(), 1e-9))
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
 def _shrunk_rates(data: Leaves, rounds: int = 10) -> np.ndarray:
@@ -299,9 +310,9 @@ def _ratio(numerator, denominator):
 
 
 def _z_threshold(p: float) -> float:
-    from scipy.special import ndtri
+    from statistics import NormalDist  # not scipy: its import costs a command 0.5 s
 
-    return float(-ndtri(p))
+    return NormalDist().inv_cdf(1 - p) if p > 1e-15 else 8.0
 
 
 def _combine(key: np.ndarray, code: np.ndarray, radix: int) -> np.ndarray:

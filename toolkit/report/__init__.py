@@ -373,8 +373,10 @@ def report_window(
             previous, earlier, earlier_counts = _previous(read, start, after)
             activity = read(after, before)
         contents = _contents(_period(activity, "activity"), previous, None, top)
-    counts = changes.period_counts(activity)
-    contents["changes"] = changes.section(counts, earlier_counts, (start, after, before))
+    if not filters:  # a store counts its whole window in its engine: unfiltered only
+        counts = changes.period_counts(activity)
+        window = (start, after, before)
+        contents["changes"] = changes.section(counts, earlier_counts, window, _figure_html)
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     from toolkit.store.state import write_text  # atomic: a failed write leaves the old report

@@ -1,8 +1,10 @@
 """The report's "What changed since the previous period": `toolkit.what_changed` of the window
-against the previous period, for the failure rate and the volume, one sentence per cause."""
+against the previous period, for the failure rate and the volume, one sentence per cause (for an
+unfiltered report: a store counts its whole window in its engine)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -31,10 +33,13 @@ def section(
     now: pd.DataFrame | None,
     previous: pd.DataFrame | None,
     window: tuple[datetime, datetime, datetime],
+    figure_html: Callable[[Any, str], str],
 ) -> dict[str, Any] | None:
     """The causes of the change from ``previous`` (its counts, ``window[0]`` to ``window[1]``) to
-    ``now`` (``window[1]`` to ``window[2]``): ``{"items": [{"measure", "summary"}], "checked"}``
-    (why there is none); None when a period is missing or has no delivery jobs."""
+    ``now`` (``window[1]`` to ``window[2]``): ``{"items": [{"measure", "summary", "chart"}],
+    "checked"}`` (why there is none); None when a period is missing or has no delivery jobs.
+    ``figure_html(figure, element_id)`` renders a cause's chart (`toolkit.charts.change`)."""
+    from toolkit import charts
     from toolkit.changes import MEASURES, what_changed
 
     if now is None or previous is None or not now["jobs"].sum() or not previous["jobs"].sum():
@@ -47,6 +52,8 @@ def section(
         found = what_changed(
             frame, period=(after, before), baseline=(start, after), measure=measure
         )
-        items += [{"measure": measure, "summary": text} for text in found["summary"]]
+        for _, row in found.iterrows():
+            chart = figure_html(charts.change(row, measure), f"change-{len(items) + 1}-plot")
+            items.append({"measure": measure, "summary": row["summary"], "chart": chart})
         reasons.append(f"{measure.replace('_', ' ')}: {found.attrs['reason'] or 'see above'}")
     return {"items": items, "checked": "; ".join(reasons)}
