@@ -27,7 +27,7 @@ def read(traffic, days: int, *, baseline: bool = True):
 
 @pytest.fixture(scope="module")
 def shaped():
-    return shaped_traffic(1, NOW)
+    return shaped_traffic(3, NOW)
 
 
 @pytest.fixture(scope="module")

@@ -318,7 +318,11 @@ class _Found:
         reference = None
         if self.base is not None:
             base = self.base[spec.unit]
-            reference = tables.base_counts(base, spec, groups, self.base["jobs"])
+            k, n = tables.base_counts(base, spec, groups, self.base["jobs"])
+            # a group the baseline hardly has (a provider taking over): its own window instead
+            new = n < rule.min_trials
+            k[new], n[new] = events[new].sum(1), trials[groups.parent[new]].sum(1)
+            reference = (k, n)
         return Scan(events, trials, groups.parent, rule, reference)
 
     def refine(self, name, scan: Scan, pick: Pick, tests: int, rule: Evidence) -> dict | None:

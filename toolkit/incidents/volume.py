@@ -39,12 +39,20 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
     """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
     keys, cells = groups
+    mine = cells[pick.group]
+    observed, expected = season.observed[mine].sum(0), season.expected[mine].sum(0)
     if not low:  # a spike starts and ends on hours with jobs
-        sent = np.flatnonzero(season.observed[cells[pick.group], pick.first : pick.stop].sum(0))
+        sent = np.flatnonzero(observed[pick.first : pick.stop])
         pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
+    else:  # a drop that began or ended within an hour: that hour's missing jobs are its too
+        if pick.first > 0 and observed[pick.first - 1] < expected[pick.first - 1]:
+            pick.first -= 1
+        if pick.stop < len(observed) and observed[pick.stop] < expected[pick.stop]:
+            pick.stop += 1
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
-    observed, expected = pick.events, pick.expected
+    period = slice(pick.first, pick.stop)
+    observed, expected = int(observed[period].sum()), float(expected[period].sum())
     return {
         "scan": f"count:{level}",
         "kind": "volume_drop" if low else "volume_spike",
