@@ -93,8 +93,11 @@ def find_incidents(
     ----------
     activity : Activity
         From ``read_activity`` or a store (`toolkit.metrics.REQUIRED_COLUMNS` at least).
-    baseline : Activity, optional
-        What normal looks like (e.g. the week before); default: the rest of the window.
+    baseline : Activity, Store or DataFrame, optional
+        What normal looks like: for volume, the weeks before the window (an Activity, a Store:
+        its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
+        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
+        for failure rates, an Activity replaces the rest of the window.
     jobs : DataFrame, optional
         ``metrics.delivery_jobs(activity)``, if already computed.
     kinds : list of str, optional
@@ -229,11 +232,10 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, 
 
     if baseline is None:
         return None, ()
-    if isinstance(baseline, Store):
+    if isinstance(baseline, Store):  # what it holds of the weeks before (none: a fallback)
         first, watermark = baseline.window
         if first is None or first >= after:
-            raise ParameterError("baseline", str(baseline.path),
-                                 f"a store holding time before the window ({after.isoformat()})")  # fmt: skip
+            return None, (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after))
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
         return None, (counts, (start, end))
