@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from toolkit.errors import ParameterError
+
 #: The dimensions of a cell, and the groups volume is tested on (each a tuple of dimensions).
 CELL = ("channel", "provider_id", "workflow")
 LEVELS = {
@@ -119,6 +121,12 @@ def build(
     if len(h_hours) < MIN_WEEKS * WEEK:
         return (f"the baseline ({h_before - h_after}) spans fewer than {MIN_WEEKS} weeks: "
                 "too short for a weekly season")  # fmt: skip
+    if history.empty or not set(_keys(window)) & set(_keys(history)):
+        raise ParameterError(
+            "baseline", f"{len(history)} counts of other groups",
+            "the history of the same service: some of its (channel, provider, workflow) as "
+            "in the activity (not another environment's)",
+        )  # fmt: skip
     keys = _keys(window, history)
     observed = _matrix(window, keys, hours)
     weekly, first = _weeks(_matrix(history, keys, h_hours), h_hours)
