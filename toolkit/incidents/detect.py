@@ -4,6 +4,7 @@ per incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -140,7 +141,7 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counts = delivery_counts(activity, by=season.CELL)
+        counts = partial(delivery_counts, activity, by=season.CELL)  # asked if a season can be
         seasonal = season.build(counts, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "

@@ -15,6 +15,7 @@ its cells' (dispersion x expected).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,15 +82,16 @@ class Season:
 
 
 def build(
-    window: pd.DataFrame,
+    window: Callable[[], pd.DataFrame],
     after: pd.Timestamp,
     before: pd.Timestamp,
     history: pd.DataFrame | None = None,
     history_span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
 ) -> Season | str:
-    """The season of ``window`` (counts of ``[after, before)``), learnt from the window itself
-    when it spans `MIN_WEEKS` weeks, else from ``history`` (counts over ``history_span``).
-    Returns why not (a sentence) when neither has enough weeks."""
+    """The season of the window ``[after, before)`` (``window()`` gives its counts, asked only
+    when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks, else
+    from ``history`` (counts over ``history_span``). Returns why not (a sentence) when neither
+    has enough weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
     hours = hours.as_unit("ns")
     if len(hours) == 0:
@@ -103,6 +105,7 @@ def build(
         if own_weeks < MIN_WEEKS:
             return (f"the window ({before - after}) spans fewer than {MIN_WEEKS} weeks and no "
                     "baseline= was given")  # fmt: skip
+        window = window()
         keys = _keys(window)
         observed = _matrix(window, keys, hours)
         weekly, first = _weeks(observed, hours)
@@ -121,6 +124,7 @@ def build(
     if len(h_hours) < MIN_WEEKS * WEEK:
         return (f"the baseline ({h_before - h_after}) spans fewer than {MIN_WEEKS} weeks: "
                 "too short for a weekly season")  # fmt: skip
+    window = window()
     if history.empty or not set(_keys(window)) & set(_keys(history)):
         raise ParameterError(
             "baseline", f"{len(history)} counts of other groups",
