@@ -20,6 +20,8 @@ from toolkit.incidents.season import HOUR, LEVELS, Season
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
+#: Hours between two periods of one group and direction that are still one departure.
+GAP = 12
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
 
@@ -85,12 +87,13 @@ def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:
-    """Periods of one group and direction that touch (the scan's rounds) joined into one."""
+    """Periods of one group and direction at most `GAP` hours apart (the scan's rounds over a
+    long departure) joined into one."""
     out: list[dict] = []
     for row in sorted(rows, key=lambda r: (r["scan"], str(r["keys"]), r["kind"], r["first"])):
         last = out[-1] if out else None
         if (last is not None and (last["scan"], last["keys"], last["kind"])
-                == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"]):  # fmt: skip
+                == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"] + GAP):  # fmt: skip
             period = slice(last["first"], row["stop"])
             cells = last["cells"]
             observed = int(season.observed[cells, period].sum())
