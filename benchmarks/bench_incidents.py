@@ -49,7 +49,7 @@ def activities(notifications: int) -> dict:
 
     seeded, _ = seeded_activity(7, NOW, notifications)
     end = pd.Timestamp(NOW)
-    traffic = shaped_traffic(7, end, scale=notifications / 56_000)
+    traffic = shaped_traffic(7, end, scale=notifications / 82_500)
     shaped, _ = traffic.window(end - pd.Timedelta(days=28), end)
     return {"sandbox 14 d": seeded, "shaped 28 d": shaped}
 

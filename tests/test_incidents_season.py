@@ -27,7 +27,7 @@ def read(traffic, days: int, *, baseline: bool = True):
 
 @pytest.fixture(scope="module")
 def shaped():
-    return shaped_traffic(1, NOW)
+    return shaped_traffic(3, NOW)
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +180,14 @@ def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
     ]
     assert list(rows["kind"]) == ["error_spike"]
     assert rows.iloc[0]["error_code"] == "RateLimited"
+
+
+def test_a_baseline_of_other_groups_is_refused(shaped):
+    after = NOW - pd.Timedelta(days=1)
+    activity, _ = shaped.window(after, NOW)
+    history, _ = shaped.window(after - HISTORY, after)
+    counts = delivery_counts(history, by=season.CELL)
+    counts["workflow"] = "another-environment-" + counts["workflow"]
+    counts.attrs.update(after=(after - HISTORY).isoformat(), before=after.isoformat())
+    with pytest.raises(ParameterError, match="same service"):
+        find_incidents(activity, baseline=counts)

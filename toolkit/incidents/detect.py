@@ -4,6 +4,7 @@ per incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -93,8 +94,11 @@ def find_incidents(
     ----------
     activity : Activity
         From ``read_activity`` or a store (`toolkit.metrics.REQUIRED_COLUMNS` at least).
-    baseline : Activity, optional
-        What normal looks like (e.g. the week before); default: the rest of the window.
+    baseline : Activity, Store or DataFrame, optional
+        What normal looks like: for volume, the weeks before the window (an Activity, a Store:
+        its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
+        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
+        for failure rates, an Activity replaces the rest of the window.
     jobs : DataFrame, optional
         ``metrics.delivery_jobs(activity)``, if already computed.
     kinds : list of str, optional
@@ -137,7 +141,9 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counts = delivery_counts(jobs, by=season.CELL)  # the jobs given (a store's Period)
+        counts = partial(
+            delivery_counts, jobs, by=season.CELL
+        )  # asked if a season can be; the jobs given (a store's Period)
         seasonal = season.build(counts, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
@@ -229,11 +235,10 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, 
 
     if baseline is None:
         return None, ()
-    if isinstance(baseline, Store):
+    if isinstance(baseline, Store):  # what it holds of the weeks before (none: a fallback)
         first, watermark = baseline.window
         if first is None or first >= after:
-            raise ParameterError("baseline", str(baseline.path),
-                                 f"a store holding time before the window ({after.isoformat()})")  # fmt: skip
+            return None, (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after))
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
         return None, (counts, (start, end))
@@ -318,7 +323,11 @@ class _Found:
         reference = None
         if self.base is not None:
             base = self.base[spec.unit]
-            reference = tables.base_counts(base, spec, groups, self.base["jobs"])
+            k, n = tables.base_counts(base, spec, groups, self.base["jobs"])
+            # a group the baseline hardly has (a provider taking over): its own window instead
+            new = n < rule.min_trials
+            k[new], n[new] = events[new].sum(1), trials[groups.parent[new]].sum(1)
+            reference = (k, n)
         return Scan(events, trials, groups.parent, rule, reference)
 
     def refine(self, name, scan: Scan, pick: Pick, tests: int, rule: Evidence) -> dict | None:

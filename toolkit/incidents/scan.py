@@ -20,6 +20,9 @@ from scipy.special import betainc, gammainc, gammaincc
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
 #: Cells of the all-periods arrays computed at once (groups x periods: bounds their memory).
 CHUNK_CELLS = 250_000
+#: The longest run of buckets a count scan examines at once (a longer departure is found as
+#: adjacent runs, joined).
+LONGEST = 72
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,7 @@ class CountScan:
     """All-periods scan of ``observed`` against ``expected`` counts (groups x buckets) with
     quasi-Poisson ``variance``: (groups x buckets, and per group a spread ``s`` adding
     ``s * expected**2`` to a period's; its dispersion is its variance over its expected count,
-    at least 1): too few (``low``) or too many. The same rounds as `Scan`. A
+    at least 1): too few (``low``) or too many, over runs of up to `LONGEST` buckets. The same rounds as `Scan`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
     the group's busiest expected traffic (too many)."""
@@ -172,12 +175,12 @@ class CountScan:
 
     def _best(self, groups: np.ndarray) -> tuple[list[Pick], int]:
         rule, picks, tests = self.evidence, [], 0
-        for group in groups:  # one group at a time: buckets x buckets cells
-            used = self.used[group][None]
-            k = _all_periods(np.where(used, 0, self.observed[group][None]))[0]
-            e = _all_periods(np.where(used, 0, self.expected[group][None]))[0]
-            crossed = _all_periods(used.astype("float64"))[0] > 0
-            v = _all_periods(np.where(used, 0, self.variance[0][group][None]))[0]
+        for group in groups:  # one group at a time: starts x lengths cells
+            used = self.used[group]
+            k, inside = _runs(np.where(used, 0, self.observed[group]))
+            e = _runs(np.where(used, 0, self.expected[group]))[0]
+            crossed = (_runs(used.astype("float64"))[0] > 0) | ~inside
+            v = _runs(np.where(used, 0, self.variance[0][group]))[0]
             v = v + self.variance[1][group] * e**2
             with np.errstate(invalid="ignore", divide="ignore"):
                 phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
@@ -195,12 +198,22 @@ class CountScan:
             with np.errstate(invalid="ignore", divide="ignore"):
                 score = (_xlogy(k, k / np.maximum(e, 1e-9)) - (k - e)) / phi
             score = np.where(valid, score, -np.inf)
-            first, stop = np.unravel_index(int(score.argmax()), score.shape)
-            at = (first, stop)
+            first, length = np.unravel_index(int(score.argmax()), score.shape)
+            at = (first, length)
             p = count_p_value(k[at], e[at], phi[at], low=rule.low)
-            picks.append(Pick(int(group), int(first), int(stop), int(round(k[at])), 0,
-                              0.0, p, float(e[at])))  # fmt: skip
+            picks.append(Pick(int(group), int(first), int(first + length + 1), int(round(k[at])),
+                              0, 0.0, p, float(e[at])))  # fmt: skip
         return picks, tests
+
+
+def _runs(values: np.ndarray, longest: int = LONGEST) -> tuple[np.ndarray, np.ndarray]:
+    """``[i, l]`` = sum of ``values[i : i + l + 1]`` for runs of up to ``longest`` buckets, and
+    which runs end inside ``values``."""
+    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype="float64")])
+    starts = np.arange(len(values))[:, None]
+    ends = starts + np.arange(1, min(longest, len(values)) + 1)[None, :]
+    inside = ends <= len(values)
+    return cumulative[np.minimum(ends, len(values))] - cumulative[starts], inside
 
 
 def count_p_value(observed: float, expected: float, dispersion: float, *, low: bool) -> float:

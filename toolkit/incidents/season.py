@@ -15,10 +15,13 @@ its cells' (dispersion x expected).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from toolkit.errors import ParameterError
 
 #: The dimensions of a cell, and the groups volume is tested on (each a tuple of dimensions).
 CELL = ("channel", "provider_id", "workflow")
@@ -79,15 +82,16 @@ class Season:
 
 
 def build(
-    window: pd.DataFrame,
+    window: Callable[[], pd.DataFrame],
     after: pd.Timestamp,
     before: pd.Timestamp,
     history: pd.DataFrame | None = None,
     history_span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
 ) -> Season | str:
-    """The season of ``window`` (counts of ``[after, before)``), learnt from the window itself
-    when it spans `MIN_WEEKS` weeks, else from ``history`` (counts over ``history_span``).
-    Returns why not (a sentence) when neither has enough weeks."""
+    """The season of the window ``[after, before)`` (``window()`` gives its counts, asked only
+    when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks, else
+    from ``history`` (counts over ``history_span``). Returns why not (a sentence) when neither
+    has enough weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
     hours = hours.as_unit("ns")
     if len(hours) == 0:
@@ -101,6 +105,7 @@ def build(
         if own_weeks < MIN_WEEKS:
             return (f"the window ({before - after}) spans fewer than {MIN_WEEKS} weeks and no "
                     "baseline= was given")  # fmt: skip
+        window = window()
         keys = _keys(window)
         observed = _matrix(window, keys, hours)
         weekly, first = _weeks(observed, hours)
@@ -119,6 +124,13 @@ def build(
     if len(h_hours) < MIN_WEEKS * WEEK:
         return (f"the baseline ({h_before - h_after}) spans fewer than {MIN_WEEKS} weeks: "
                 "too short for a weekly season")  # fmt: skip
+    window = window()
+    if history.empty or not set(_keys(window)) & set(_keys(history)):
+        raise ParameterError(
+            "baseline", f"{len(history)} counts of other groups",
+            "the history of the same service: some of its (channel, provider, workflow) as "
+            "in the activity (not another environment's)",
+        )  # fmt: skip
     keys = _keys(window, history)
     observed = _matrix(window, keys, hours)
     weekly, first = _weeks(_matrix(history, keys, h_hours), h_hours)

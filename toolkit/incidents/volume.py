@@ -20,6 +20,8 @@ from toolkit.incidents.season import HOUR, LEVELS, Season
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
+#: Hours between two periods of one group and direction that are still one departure.
+GAP = 12
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
 
@@ -39,12 +41,20 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
     """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
     keys, cells = groups
+    mine = cells[pick.group]
+    observed, expected = season.observed[mine].sum(0), season.expected[mine].sum(0)
     if not low:  # a spike starts and ends on hours with jobs
-        sent = np.flatnonzero(season.observed[cells[pick.group], pick.first : pick.stop].sum(0))
+        sent = np.flatnonzero(observed[pick.first : pick.stop])
         pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
+    else:  # a drop that began or ended within an hour: that hour's missing jobs are its too
+        if pick.first > 0 and observed[pick.first - 1] < expected[pick.first - 1]:
+            pick.first -= 1
+        if pick.stop < len(observed) and observed[pick.stop] < expected[pick.stop]:
+            pick.stop += 1
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
-    observed, expected = pick.events, pick.expected
+    period = slice(pick.first, pick.stop)
+    observed, expected = int(observed[period].sum()), float(expected[period].sum())
     return {
         "scan": f"count:{level}",
         "kind": "volume_drop" if low else "volume_spike",
@@ -77,12 +87,13 @@ def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:
-    """Periods of one group and direction that touch (the scan's rounds) joined into one."""
+    """Periods of one group and direction at most `GAP` hours apart (the scan's rounds over a
+    long departure) joined into one."""
     out: list[dict] = []
     for row in sorted(rows, key=lambda r: (r["scan"], str(r["keys"]), r["kind"], r["first"])):
         last = out[-1] if out else None
         if (last is not None and (last["scan"], last["keys"], last["kind"])
-                == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"]):  # fmt: skip
+                == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"] + GAP):  # fmt: skip
             period = slice(last["first"], row["stop"])
             cells = last["cells"]
             observed = int(season.observed[cells, period].sum())

@@ -189,6 +189,9 @@ class _Draw:
             return start, start + pd.Timedelta(hours=hours)
 
         email, sms, push = self.providers["email"], self.providers["sms"], self.providers["push"]
+        day = (self.now - pd.Timedelta(hours=float(rng.uniform(125, 150)))).floor("D")
+        batch = day + pd.Timedelta(hours=self.batch_hour)  # rate limited under the batch's load
+        under_load = (batch, batch + pd.Timedelta(hours=1))
         outage_channel = ("email", "sms")[int(rng.integers(2))]
         outage_provider = email[0] if outage_channel == "email" else sms[1]
         wf = self.workflow
@@ -200,7 +203,7 @@ class _Draw:
              (at(40, 48, 0)[0], self.now)),
             ("domain_bounces", "email", None, None, self.domains[int(rng.integers(3))],
              at(75, 110, 6)),
-            ("error_spike", "push", push[int(rng.integers(2))], None, None, at(125, 150, 2)),
+            ("error_spike", "push", push[int(rng.integers(2))], None, None, under_load),
             ("latency_degradation", "email", email[int(rng.integers(2))], None, None,
              at(155, 165, 4)),
             ("volume_spike", None, None, wf["reset"], None, at(200, 320, 1.5)),
