@@ -424,8 +424,6 @@ class _Selection:
         return self.store._relations(start, end, self.filters)
 
 
-
-
 def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
     """One partition file, or `StoreError` naming it and how to repair it."""
     try:
