@@ -81,8 +81,10 @@ def test_bad_input_is_refused():
         toolkit.delivery_counts(activity, by=["channel", "colour"])
     with pytest.raises(ParameterError, match="freq"):
         toolkit.delivery_counts(activity, freq="soon")
+    with pytest.raises(ParameterError, match="source"):
+        toolkit.delivery_counts(activity.jobs)  # not delivery jobs
     with pytest.raises(ParameterError, match="an Activity"):
-        toolkit.delivery_counts(activity.jobs)
+        toolkit.delivery_counts(activity.notifications.to_dict())
     with pytest.raises(ParameterError, match="engine"):
         toolkit.open_store("anywhere", engine="postgres")
 

@@ -345,7 +345,10 @@ class Store:
         notifications matching ``filters`` only, when given), the window's partitions on Spark."""
         if self.engine == "duckdb":
             chosen = self._notifications(start, end, filters, []) if filters else None
-            return relations(None, files=self._files(start, end), chosen=chosen)
+            files = self._files(start, end)
+            for path in (path for paths in files.values() for path in paths):
+                check_file(Path(path))  # a damaged or foreign file is named, from its footer
+            return relations(None, files=files, chosen=chosen)
         if filters:
             raise ParameterError("filters", sorted(filters), "none on Spark (count the whole window)")  # fmt: skip
         days = (start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d"))
