@@ -520,11 +520,14 @@ def _to_its_cause(found: _Found, row: dict) -> None:
         return
     row["affected"] = affected[(affected >= first) & (affected <= last)]
     groups, table = found.groups["provider"], found.jobs
-    trials = int((groups.trial[first : last + 1] == groups.parent[row["group"]]).sum())
-    events = len(row["affected"])
+    parent = groups.parent[row["group"]]
+    trials = int((groups.trial[first : last + 1] == parent).sum())
+    events, later = len(row["affected"]), int((groups.trial[last + 1 :] == parent).sum())
+    rate = events / max(trials, 1)
     row.update(first=first, last=last, start=table["at"].iloc[first],
                end=max(tables.event_end(table, last), table["at"].iloc[first]),
-               jobs=trials, events=events, rate=events / max(trials, 1))  # fmt: skip
+               jobs=trials, events=events, rate=rate,
+               ongoing=bool((1 - rate) ** later > STILL_GOING))  # fmt: skip
 
 
 def _one_volume_row(rows: list[dict]) -> list[dict]:

@@ -43,6 +43,9 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     keys, cells = groups
     mine = cells[pick.group]
     observed, expected = season.observed[mine].sum(0), season.expected[mine].sum(0)
+    # how far it departs: the share of its expected jobs missing, of its jobs extra (the
+    # scan's own period, before the edges below)
+    core = (pick.expected - pick.events) / pick.expected if low else 1 - pick.expected / pick.events
     if not low:  # a spike starts and ends on hours with jobs
         sent = np.flatnonzero(observed[pick.first : pick.stop])
         pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
@@ -73,7 +76,7 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "p_value": min(1.0, pick.p_value * tests),
         "ongoing": pick.stop == len(season.hours),
         "affected": np.zeros(0, dtype=int),
-        "share": (expected - observed) / expected if low else (observed - expected) / observed,
+        "share": core,
     }
 
 
