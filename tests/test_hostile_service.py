@@ -441,6 +441,7 @@ def test_numeric_fields_of_odd_types_give_a_typed_frame_with_a_warning(stubs):
 
     versions = [2, "3", 4.0, 1.5, "abc", [1], 2**70, None]
     items = [{"_id": f"{n:024x}", "subscriberId": f"s{n}", "__v": v} for n, v in enumerate(versions)]  # fmt: skip
+
     def answer(request, handler):  # the feed (asked for the environment) holds nothing
         feed = request.path.endswith("/notifications")
         page = {"data": [], "hasMore": False, "page": 0, "pageSize": 1} if feed else {"data": items, "next": None}  # fmt: skip
