@@ -12,6 +12,8 @@ they spell differently, ``unix_micros(t)`` (microseconds since the epoch), is a 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,9 +98,8 @@ def relations(
 def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Table | None, frames: dict[str, pd.DataFrame]) -> Iterator[Relations]:  # fmt: skip
     import duckdb
 
-    with duckdb.connect() as con:
+    with _database(os.getpid()).cursor() as con:  # a cursor: its registrations are its own
         con.execute("SET TimeZone = 'UTC'")
-        con.execute("CREATE MACRO unix_micros(t) AS epoch_us(CAST(t AS TIMESTAMPTZ))")
         for name, frame in frames.items():
             con.register(name, _arrow(frame))
         for table in TABLES if activity is not None or files is not None else ():
@@ -112,7 +113,7 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
                 if chosen is not None and table == "notifications":
                     con.register("chosen", chosen.select(["notification_id"]))
                     only = " WHERE notification_id IN (SELECT notification_id FROM chosen)"
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}]){only}")  # fmt: skip
+                con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet([{listed}]){only}")  # fmt: skip
             else:
                 from toolkit.store import layout
 
@@ -125,6 +126,17 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
                 raise StoreError(f"{str(error)[:300]}: {STORE_REPAIR}") from None
 
         yield Relations("duckdb", run)
+
+
+@functools.cache
+def _database(pid: int) -> Any:
+    """This process's in-memory DuckDB database (one per process: a forked child opens its
+    own), where the macro of the SQL's one dialect difference is defined once."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE MACRO unix_micros(t) AS epoch_us(CAST(t AS TIMESTAMPTZ))")
+    return con
 
 
 def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
