@@ -202,3 +202,15 @@ def test_a_stopped_spark_session_is_refused(store_path, spark):
     spark.stop()  # the module's last test: its session is not used again
     with pytest.raises(ParameterError, match="stopped SparkSession"):
         toolkit.open_store(store_path, engine=spark)
+
+
+def test_a_store_written_before_the_jobs_workflow_column_is_read_as_it_is(store_path, tmp_path):
+    import pyarrow.parquet as pq
+
+    old = tmp_path / "old"
+    shutil.copytree(store_path, old)
+    for path in (old / "jobs").glob("*/*.parquet"):
+        pq.write_table(pq.read_table(path).drop_columns(["workflow"]), path)
+    expected = toolkit.delivery_counts(toolkit.open_store(store_path))
+    pd.testing.assert_frame_equal(toolkit.delivery_counts(toolkit.open_store(old)), expected)
+    assert "workflow" not in toolkit.open_store(old).read().jobs.columns

@@ -44,6 +44,9 @@ SPECS: dict[str, tuple[Column, ...]] = {
     "execution_details": schemas.EXECUTION_DETAILS,
 }
 TABLES = tuple(SPECS)
+#: Columns added to the layout since its first version: files written before lack them, and
+#: read without them (the job's ``workflow``: its notification's ``workflow_identifier``).
+ADDED_COLUMNS = {"jobs": frozenset({"workflow"})}
 #: The hive partition key, and the file name inside a partition.
 PARTITION = "created_date"
 FILE = "part.parquet"

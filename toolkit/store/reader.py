@@ -434,7 +434,8 @@ def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
     except (pa.ArrowInvalid, OSError) as error:
         raise damaged(path, str(error)) from None
     wanted = layout.arrow_schema(path.parent.parent.name, columns).names
-    missing = sorted(set(wanted) - set(table.column_names))
+    added = layout.ADDED_COLUMNS.get(path.parent.parent.name, frozenset())
+    missing = sorted(set(wanted) - set(table.column_names) - added)
     if missing:
         raise damaged(path, f"not a file of this store: no {', '.join(missing[:3])}")
     return table
@@ -447,7 +448,9 @@ def check_file(path: Path) -> int:
         metadata = pq.read_metadata(path)
     except (pa.ArrowInvalid, OSError) as error:
         raise damaged(path, str(error)) from None
-    missing = sorted(set(layout.arrow_schema(path.parent.parent.name).names) - set(metadata.schema.to_arrow_schema().names))  # fmt: skip
+    table = path.parent.parent.name
+    present = set(metadata.schema.to_arrow_schema().names)
+    missing = sorted(set(layout.arrow_schema(table).names) - present - layout.ADDED_COLUMNS.get(table, frozenset()))  # fmt: skip
     if missing:
         raise damaged(path, f"not a file of this store: no {', '.join(missing[:3])}")
     return metadata.num_rows
