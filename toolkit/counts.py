@@ -214,7 +214,7 @@ def summary(
         raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
     present = set(data.columns) if isinstance(data, pd.DataFrame) else None  # None: all
     timed = present is None or measure in present
-    percentiles = {f"p{round(q * 100):g}": q for q in quantiles} if timed else {}
+    percentiles = {percentile_name(q): q for q in quantiles} if timed else {}
     columns = [
         *keys,
         "CAST(count(*) AS BIGINT) AS delivery_jobs",
@@ -235,8 +235,8 @@ def summary(
         with engines.relations(None, frames={"delivery_jobs": data}) as rel:
             table = rel.query(sql)
     else:
-        keys_known = [key for key in keys if key not in DIMENSIONS]
-        if keys_known:
+        unknown = [key for key in keys if key not in DIMENSIONS]
+        if unknown:
             raise ParameterError("by", by, f"dimensions from {list(DIMENSIONS)}")
         with _window_of(data, after, before) as (rel, start, end):
             table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
@@ -258,6 +258,11 @@ def summary(
     if keys:
         frame = frame.sort_values(keys, ignore_index=True, na_position="last")
     return frame
+
+
+def percentile_name(q: float) -> str:
+    """The column of the ``q`` quantile in `summary`: ``p50``, ``p95``, ..."""
+    return f"p{round(q * 100):g}"
 
 
 def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> pd.DataFrame:

@@ -271,11 +271,11 @@ def percentiles(
     quantiles : sequence of float
         Between 0 and 1.
     """
-    from toolkit.counts import summary
+    from toolkit.counts import percentile_name, summary
 
     keys = _columns(jobs, by, "by")
     table = summary(jobs, keys, measure=measure, quantiles=quantiles)
-    names = [column for column in table.columns if column.startswith("p") and column[1:].replace(".", "").isdigit()]  # fmt: skip
+    names = list(dict.fromkeys(percentile_name(q) for q in quantiles))
     timed = table["n"].to_numpy() > 0
     return table.loc[timed, [*keys, *names, "n"]].reset_index(drop=True)
 
