@@ -149,8 +149,10 @@ def _emptied(path):
 
 @spark_missing
 def test_a_report_on_spark_equals_the_report_on_duckdb(store_path, spark, tmp_path):
-    duck = toolkit.open_store(store_path).report("1d", out=tmp_path / "duckdb.html")
-    on_spark = toolkit.open_store(store_path, engine=spark).report("1d", out=tmp_path / "spark.html")  # fmt: skip
+    from toolkit.report import store_report
+
+    duck = store_report(toolkit.open_store(store_path), "1d", out=tmp_path / "duckdb.html")
+    on_spark = store_report(toolkit.open_store(store_path, engine=spark), "1d", out=tmp_path / "spark.html")  # fmt: skip
     assert on_spark.headline == duck.headline and on_spark.previous == duck.previous
     pd.testing.assert_frame_equal(on_spark.findings, duck.findings)
     lines = duck.path.read_text().splitlines(), on_spark.path.read_text().splitlines()

@@ -246,3 +246,41 @@ def test_retry_after_accepts_seconds_and_http_dates():
 
 def _integrations(sandbox) -> int:
     return sandbox.state()["environments"][0]["counts"]["integrations"]
+
+
+def test_a_forked_child_opens_its_own_connections():
+    """A `Transport` in a forked child (``os.fork``, multiprocessing's fork) lets the parent's
+    pooled connections go and reads over its own."""
+    import os
+
+    from conftest import NOW
+
+    from toolkit.client import connect
+    from toolkit.read import read_activity
+    from toolkit.sandbox.process import SandboxProcess
+
+    with SandboxProcess("--now", NOW, "--notifications", "300", "--subscribers", "50") as child:
+        client = connect(sandbox=child, progress=False)
+
+        def pooled() -> int:
+            pools = client.transport.session.get_adapter(child.url).poolmanager.pools
+            return sum(
+                conn is not None for key in pools.keys() for conn in list(pools[key].pool.queue)
+            )  # noqa: SIM118 - not a dict
+
+        expected = len(read_activity(client, after="2h")[0])
+        assert pooled() > 0  # this process's connections, to share with no other process
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its answer through the pipe, then out without exit handlers
+            code = 1
+            try:
+                os.write(writer, f"{pooled()} {len(read_activity(client, after='2h')[0])}".encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(writer)
+        with open(reader, "rb") as pipe:
+            answer = pipe.read().decode()
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert answer == f"0 {expected}"

@@ -28,6 +28,7 @@ from toolkit.report import (
     CHARTS,
     COLUMNS,
     COUNTED_COLUMNS,
+    Window,
     build_report,
     delivery_report,
     report_window,
@@ -452,8 +453,12 @@ def test_a_report_from_a_store_equals_the_report_from_the_service(client, tmp_pa
     window = {"since": before - timedelta(days=7), "until": before, "generated_at": GENERATED_AT}
     from_service = delivery_report(client, out=tmp_path / "service.html", progress=False, **window)
     source = {"base_url": client.source, "environment": client.environment}
-    from_store = report_window(  # day by day, the execution details counted in DuckDB
-        store.report_period, now=client.now(), out=tmp_path / "store.html", source=source, **window
+
+    def counted(after, before):  # every figure counted by the store's engine
+        return Window(store.selection(), after, before)
+
+    from_store = report_window(
+        counted, now=client.now(), out=tmp_path / "store.html", source=source, **window
     )
     assert from_store.previous is not None and len(from_store.findings) == 3
     html = from_store.path.read_text(encoding="utf-8")

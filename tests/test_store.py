@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -15,7 +16,6 @@ import pytest
 
 import toolkit
 from tests.conftest import wait_for
-from toolkit._cli import reads_store
 from toolkit.client import connect
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents
@@ -26,6 +26,7 @@ from toolkit.metrics import (
     detail_counts,
     failure_rates,
 )
+from toolkit.report import store_report
 from toolkit.report.bundle import unpack
 from toolkit.store import StoreError, StoreLockedError, layout
 from toolkit.store.state import writer_lock
@@ -109,15 +110,15 @@ def test_detail_counts_in_duckdb_equal_counting_the_frames(synced):
 
 
 def test_a_store_report_equals_the_report_of_every_row(synced, tmp_path):
-    """`Store.report` counts and reduces the execution details in DuckDB: the same bytes as the
-    report of the whole frames read from the store."""
+    """`toolkit.report.store_report` counts every figure in the store's engine: the same bytes as
+    the report of the whole frames read from the store."""
     from toolkit.report import report_window
 
     store = toolkit.open_store(synced[0])
     source = {"base_url": store._state.service, "environment": store._state.environment,
               "store": str(store.path), "engine": "duckdb"}  # fmt: skip
     for since, filters in (("1d", {"channels": ["email", "sms"]}), ("36h", {})):
-        lean = store.report(since, out=tmp_path / "lean.html", **filters)
+        lean = store_report(store, since, out=tmp_path / "lean.html", **filters)
         full = report_window(
             lambda after, before: store.read(after, before, **filters),  # noqa: B023
             now=store.watermark, since=since, out=tmp_path / "full.html", source=source,
@@ -125,7 +126,7 @@ def test_a_store_report_equals_the_report_of_every_row(synced, tmp_path):
         )  # fmt: skip
         assert lean.path.read_bytes() == full.path.read_bytes()
         assert lean.previous is not None
-    empty = store.report("1d", out=tmp_path / "empty.html", transaction_id="no-such-transaction")
+    empty = store_report(store, "1d", out=tmp_path / "empty.html", transaction_id="no-such-transaction")  # fmt: skip
     assert empty.headline["delivery_jobs"] == 0
     assert "no data" in unpack(re.search(r'data-plot="chart-status-by-channel-plot">(.*?)</script>', empty.path.read_text()).group(1))  # fmt: skip
 
@@ -284,7 +285,7 @@ def test_report_from_a_store(synced, tmp_path, capsys):
     html = out.read_text()
     assert str(path) in html  # the provenance names the store
     # the previous day is in the store; a previous period it does not hold is reported missing
-    report = toolkit.open_store(path).report("2d", out=tmp_path / "two.html")
+    report = store_report(toolkit.open_store(path), "2d", out=tmp_path / "two.html")
     assert report.previous is None and "not available" in report.provenance["previous"]
     assert main(["report", "--store", str(tmp_path / "none"), "--out", str(out)]) == 2
 
@@ -304,32 +305,23 @@ def test_incidents_from_a_store(synced, capsys):
     assert "within the store's window" in capsys.readouterr().err
 
 
-def test_the_report_program_over_a_store_returns_freed_memory_and_writes_the_same_report(
-    synced, tmp_path
-):
-    """``python -m toolkit report --store`` tunes its allocators (`toolkit._allocator`): the
-    report it writes is the library's, byte for byte."""
+def test_the_report_program_over_a_store_writes_the_library_s_report(synced, tmp_path):
+    """``python -m toolkit report --store`` writes `toolkit.report.store_report`, byte for byte."""
     path, program, library = synced[0], tmp_path / "program.html", tmp_path / "library.html"
     command = [sys.executable, "-m", "toolkit", "report", "--store", str(path), "--since", "1d"]
     done = subprocess.run([*command, "--out", str(program)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    toolkit.open_store(path).report("1d", out=library)
+    store_report(toolkit.open_store(path), "1d", out=library)
     assert program.read_bytes() == library.read_bytes()
 
 
-@pytest.mark.parametrize(
-    ("argv", "expected"),
-    [(["--store", "s"], True), (["--since", "1d", "--store=s"], True), (["--since", "1d"], False),
-     (["--store"], False)],
-)  # fmt: skip
-def test_the_program_knows_when_it_reads_a_store(argv, expected):
-    assert reads_store(argv) is expected
-
-
-def test_returning_freed_memory_switches_arrow_to_the_system_allocator():
+def test_the_store_imports_neither_the_report_nor_the_incidents():
+    """The store only stores: the report and the incident finder ask it for relations."""
     code = (
-        "import pyarrow as pa; from toolkit._allocator import return_freed_memory;"
-        " return_freed_memory(); print(pa.default_memory_pool().backend_name)"
-    )
+        "import sys, toolkit.store, toolkit.store.cli, toolkit.store.reader;"
+        " print(sorted(m for m in sys.modules if m.startswith(('toolkit.report', 'toolkit.incidents'))))"
+    )  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "system"
+    assert done.stdout.strip() == "[]"
+    for module in (Path(toolkit.__file__).parent / "store").glob("*.py"):
+        assert not re.search(r"(from|import) +toolkit\.(report|incidents)", module.read_text()), module

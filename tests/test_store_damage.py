@@ -14,6 +14,7 @@ import toolkit
 from tests.stub_service import Stub, send
 from toolkit.client import Client
 from toolkit.errors import ResponseError
+from toolkit.report import store_report
 from toolkit.timeutil import parse_time
 
 
@@ -163,7 +164,7 @@ def _entry_points(small, root, out):
             "SELECT count(*) AS n FROM notifications JOIN jobs USING (notification_id) JOIN execution_details USING (job_id)"
         ),  # fmt: skip
         "read": lambda: toolkit.open_store(root).read(),
-        "report": lambda: toolkit.open_store(root).report(since="1d", out=str(out)),
+        "report": lambda: store_report(toolkit.open_store(root), since="1d", out=str(out)),
         "sync": lambda: toolkit.sync(client, root, since="2d"),
         "report --store": lambda: report(
             ["--store", str(root), "--since", "1d", "--out", str(out)]

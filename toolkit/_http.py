@@ -210,8 +210,8 @@ _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
 class Transport:
     """Sends requests to the service, retrying what is worth retrying.
 
-    In a forked child (`toolkit._fork`), it opens its own connections: the pooled ones are the
-    parent's.
+    In a forked child (``os.fork``, multiprocessing's fork), it opens its own connections: the
+    pooled ones are the parent's.
 
     Parameters
     ----------

@@ -39,6 +39,7 @@ __all__ = [
     "failure_rate_by_provider",
     "failure_reasons",
     "format_seconds",
+    "incident_spans",
     "incident_window",
     "job_duration",
     "status_by_channel",
@@ -150,31 +151,36 @@ def status_timeline(details: pd.DataFrame, freq: str = "1h") -> go.Figure:
 
 
 def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Figure:
-    """Failure rate (`metrics.failure_rates`) per provider and time bucket, one line each.
+    """Failure rate (failed / (finished + failed), `metrics.DEFINITIONS`) per provider and time
+    bucket, one line each.
 
     Parameters
     ----------
     jobs : DataFrame or Activity
-        ``metrics.delivery_jobs(activity)``, or the Activity. A job falls in the bucket of its
-        first execution detail.
+        ``metrics.delivery_jobs(activity)``, the Activity, or their `toolkit.delivery_counts`
+        by ``provider_id`` (in buckets that divide ``freq``). A job falls in the bucket of its
+        notification's creation.
     freq : str
         Bucket width, such as ``"1h"``.
     min_jobs : int
         Buckets with fewer finished or failed jobs of a provider are left as gaps: one failure
         out of two jobs is not a 50 % failure rate worth a spike.
     """
-    jobs = _delivery_jobs(jobs)
     step = metrics.bucket_width(freq)
     title = f"Failure rate per provider ({freq} buckets)"
-    started = jobs["started_at"].notna().to_numpy()
-    timed = pd.DataFrame(  # only what the rates need: no copy of every column of the jobs
-        {
-            "provider": jobs["provider_id"].astype("string").fillna(MISSING)[started],
-            "bucket": jobs["started_at"][started].dt.floor(step),
-            "outcome": jobs["outcome"][started],
-        }
-    )
-    rates = metrics.failure_rates(timed, ["provider", "bucket"])
+    if _is_delivery_counts(jobs):
+        counts = jobs
+    else:
+        from toolkit.counts import delivery_counts
+
+        counts = delivery_counts(_delivery_jobs(jobs), freq=freq, by=["provider_id"])
+    rates = (
+        counts.assign(provider=counts["provider_id"].astype("string").fillna(MISSING),
+                      bucket=counts["bucket"].dt.floor(step))
+        .groupby(["provider", "bucket"], sort=True)[["finished", "failed"]].sum()
+        .reset_index()
+    )  # fmt: skip
+    rates["jobs"] = rates["finished"] + rates["failed"]
     rates = rates[rates["jobs"] > 0]
     if rates.empty:
         return _empty(title)
@@ -184,8 +190,8 @@ def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Fi
             name=provider_name(None if provider == MISSING else provider),
             x=list(part["bucket"]),
             y=[
-                round(rate, 4) if size >= min_jobs else None
-                for rate, size in zip(part["failure_rate"], part["jobs"], strict=True)
+                round(failed / size, 4) if size >= min_jobs else None
+                for failed, size in zip(part["failed"], part["jobs"], strict=True)
             ],
             customdata=part[["failed", "jobs"]].to_numpy().tolist(),
             mode="lines+markers",
@@ -195,17 +201,22 @@ def failure_rate_by_provider(jobs, freq: str = "1h", min_jobs: int = 5) -> go.Fi
 
 
 def failure_reasons(jobs, top: int = 10) -> go.Figure:
-    """The ``top`` most frequent failures (`metrics.top_failures`) as bars of failed jobs.
+    """The ``top`` most frequent failures (`toolkit.counts.failures`) as bars of failed jobs.
 
     Parameters
     ----------
     jobs : DataFrame or Activity
-        ``metrics.delivery_jobs(activity)``, or the Activity.
+        ``metrics.delivery_jobs(activity)``, the Activity, or their `toolkit.counts.failures`.
     top : int
         How many bars.
     """
+    from toolkit.counts import FAILURE_KEYS, failures
+
     title = f"Top {top} failure reasons"
-    table = metrics.top_failures(_delivery_jobs(jobs), top=top)
+    if isinstance(jobs, pd.DataFrame) and {*FAILURE_KEYS, "failed"} <= set(jobs.columns):
+        table = jobs.head(top)
+    else:
+        table = failures(_delivery_jobs(jobs), examples=0).head(top)
     if table.empty:
         return _empty(title)
     labels = [
@@ -234,14 +245,15 @@ def time_to_deliver(jobs) -> go.Figure:
     Two bars per channel (p50, p95, labelled with their values) on a logarithmic axis: times
     to deliver span from about a second to many minutes (digest and delay waits), and on a
     linear axis, or as box plots, the one-second medians vanish under the long tail. The
-    percentiles are those of `metrics.percentiles`, as in the report's table.
+    percentiles are those of `toolkit.counts.summary`, as in the report's table.
 
     Parameters
     ----------
     jobs : DataFrame or Activity
-        ``metrics.delivery_jobs(activity)``, or the Activity.
+        ``metrics.delivery_jobs(activity)``, the Activity, or their `toolkit.counts.summary`
+        by ``channel``.
     """
-    return _timing_chart(_delivery_jobs(jobs), "time_to_deliver_s", "Time to deliver")
+    return _timing_chart(jobs, "time_to_deliver_s", "Time to deliver")
 
 
 def job_duration(jobs) -> go.Figure:
@@ -251,9 +263,10 @@ def job_duration(jobs) -> go.Figure:
     Parameters
     ----------
     jobs : DataFrame or Activity
-        ``metrics.delivery_jobs(activity)``, or the Activity.
+        ``metrics.delivery_jobs(activity)``, the Activity, or their `toolkit.counts.summary`
+        by ``channel`` with ``measure="job_duration_s"``.
     """
-    return _timing_chart(_delivery_jobs(jobs), "job_duration_s", "Job duration")
+    return _timing_chart(jobs, "job_duration_s", "Job duration")
 
 
 def delivery_funnel(activity) -> go.Figure:
@@ -261,18 +274,25 @@ def delivery_funnel(activity) -> go.Figure:
 
     Parameters
     ----------
-    activity : Activity
-        From ``read_activity``; only ``activity.notifications`` is used.
+    activity : Activity or DataFrame
+        From ``read_activity`` (its notifications are counted), or the
+        `toolkit.counts.notification_statuses` of a window.
     """
-    notifications = getattr(activity, "notifications", None)
-    if not isinstance(notifications, pd.DataFrame) or "status" not in notifications.columns:
-        raise ParameterError("activity", _kind(activity), "an Activity (from read_activity)")
+    from toolkit.counts import notification_statuses
+
     title = "Delivery funnel (notifications)"
-    if notifications.empty:
+    if isinstance(activity, pd.DataFrame) and list(activity.columns) == ["status", "notifications"]:
+        statuses = activity
+    else:
+        notifications = getattr(activity, "notifications", None)
+        if not isinstance(notifications, pd.DataFrame) or "status" not in notifications.columns:
+            raise ParameterError("activity", _kind(activity), "an Activity (from read_activity)")
+        statuses = notification_statuses(activity)
+    if statuses.empty:
         return _empty(title)
-    status = _labels(notifications["status"]).str.lower()
+    status, number = statuses["status"].fillna(""), statuses["notifications"]
     counts = [
-        len(status) if reached is None else int(status.isin(reached).sum())
+        int(number.sum() if reached is None else number[status.isin(reached).to_numpy()].sum())
         for reached in FUNNEL_STAGES.values()
     ]
     fig = _figure(title, None, None)
@@ -295,29 +315,30 @@ def incident_window(jobs, incident) -> go.Figure:
 
     Finished and failed jobs per bucket (stacked bars) from a little before the incident to a
     little after it, its period shaded; for a ``latency_degradation``, also the median time to
-    deliver (a line on the right axis).
+    deliver (a line on the right axis). A job is placed at its first execution detail, else its
+    trigger.
 
     Parameters
     ----------
     jobs : DataFrame or Activity
-        ``metrics.delivery_jobs(activity)``, or the Activity.
+        ``metrics.delivery_jobs(activity)``, the Activity, or the incident's rows of
+        `toolkit.counts.around` (of its `incident_spans`).
     incident : mapping or Series
         A row of `toolkit.find_incidents`: ``kind, channel, provider_id, domain, started_at,
         ended_at`` are used (missing ``channel``, ``provider_id`` or ``domain``: any).
     """
-    jobs = _delivery_jobs(jobs)
+    from toolkit.counts import around
+
     needed = ("kind", "started_at", "ended_at")
     if not isinstance(incident, Mapping | pd.Series) or not all(k in incident for k in needed):
         raise ParameterError("incident", _kind(incident), "a row of toolkit.find_incidents")
+    if isinstance(jobs, pd.DataFrame) and list(jobs.columns) == AROUND_COLUMNS:
+        part = jobs
+    else:
+        part = around(_delivery_jobs(jobs), incident_spans(pd.DataFrame([dict(incident)])))
     start, end = pd.Timestamp(incident["started_at"]), pd.Timestamp(incident["ended_at"])
     pad = max((end - start) / 2, pd.Timedelta("30min"))
     step = _nice_step((end - start) + 2 * pad)
-    at = jobs["started_at"].fillna(jobs["triggered_at"])
-    keep = at.between(start - pad, end + pad)
-    for column in ("channel", "provider_id", "domain"):
-        if not pd.isna(incident.get(column)):
-            keep &= jobs[column].astype("string").eq(incident[column]).fillna(False)
-    part = jobs[keep].assign(bucket=at[keep].dt.floor(step))
     names = {"channel": channel_name, "provider_id": provider_name, "domain": str}
     where = " · ".join(names[c](incident[c]) for c in names if not pd.isna(incident.get(c)))
     fig = _figure(f"{kind_name(incident['kind']).capitalize()}: {where}", None, "delivery jobs",
@@ -325,21 +346,40 @@ def incident_window(jobs, incident) -> go.Figure:
     fig.update_layout(margin={"l": 50, "r": 50, "t": 40, "b": 30}, title_font_size=13,
                       legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02,
                               "yanchor": "bottom"})  # fmt: skip
-    last = min(end + pad, at.max()) if len(at.dropna()) else end + pad  # the window's end
+    latest = part.attrs.get("latest")
+    last = end + pad if latest is None else min(end + pad, latest)  # the window's end
     buckets = pd.date_range((start - pad).floor(step), max(end, last).floor(step), freq=step)
-    outcome = part["outcome"].astype("string")
+    counted = part.set_index("bucket")
     for name, color in _OUTCOME_COLORS.items():
-        counts = part.loc[outcome.eq(name).fillna(False).to_numpy(), "bucket"].value_counts()
-        fig.add_bar(name=name, x=list(buckets), y=counts.reindex(buckets, fill_value=0).tolist(),
+        fig.add_bar(name=name, x=list(buckets), y=counted[name].reindex(buckets, fill_value=0).tolist(),
                     marker_color=color)  # fmt: skip
     if incident["kind"] == "latency_degradation":
-        median = part.groupby("bucket")["time_to_deliver_s"].median().reindex(buckets)
+        median = counted["median"].reindex(buckets)
         fig.add_scatter(name="median time to deliver (s)", x=list(buckets),
                         y=[None if pd.isna(v) else round(v, 3) for v in median], yaxis="y2",
                         mode="lines", line_color=STATUS_COLORS["Queued"])  # fmt: skip
         fig.update_layout(yaxis2={"overlaying": "y", "side": "right", "title": "seconds"})
     fig.add_vrect(x0=start, x1=end, fillcolor=STATUS_COLORS["Failed"], opacity=0.12, line_width=0)
     return fig
+
+
+#: The columns of an incident's `toolkit.counts.around` rows, as `incident_window` takes them.
+AROUND_COLUMNS = ["incident", "bucket", "finished", "failed", "median"]
+
+
+def incident_spans(incidents: pd.DataFrame) -> pd.DataFrame:
+    """What `incident_window` draws of each incident (rows of `toolkit.find_incidents`), as
+    `toolkit.counts.around` takes it: its channel, provider and domain, from half its length
+    (at least 30 min) before it to as long after, in at most 60 round buckets."""
+    rows = []
+    for incident in incidents.to_dict("records"):
+        start, end = pd.Timestamp(incident["started_at"]), pd.Timestamp(incident["ended_at"])
+        pad = max((end - start) / 2, pd.Timedelta("30min"))
+        rows.append({**{key: incident.get(key) for key in ("channel", "provider_id", "domain")},
+                     "low": start - pad, "high": end + pad,
+                     "step": _nice_step((end - start) + 2 * pad),
+                     "timed": incident["kind"] == "latency_degradation"})  # fmt: skip
+    return pd.DataFrame(rows, columns=["channel", "provider_id", "domain", "low", "high", "step", "timed"])  # fmt: skip
 
 
 def change(cause, measure: str = "failure_rate") -> go.Figure:
@@ -404,9 +444,15 @@ def _trace_total(trace) -> str:
     return f"{len(values)} points, max={values.max():.3g}"
 
 
-def _timing_chart(jobs: pd.DataFrame, measure: str, name: str) -> go.Figure:
+def _timing_chart(jobs: Any, measure: str, name: str) -> go.Figure:
+    from toolkit.counts import summary
+
     title = f"{name} per channel: p50 and p95"
-    table = metrics.percentiles(jobs, "channel", measure)
+    if isinstance(jobs, pd.DataFrame) and {"channel", "p50", "p95", "n"} <= set(jobs.columns):
+        table = jobs
+    else:
+        table = summary(_delivery_jobs(jobs), "channel", measure=measure)
+    table = table[table["n"].to_numpy() > 0]
     if table.empty:
         return _empty(title)
     table = table.set_index("channel").reindex(_ordered(table["channel"], CHANNELS))
@@ -448,16 +494,21 @@ def _counted(frame: Any, freq: str | None = None) -> pd.DataFrame:
     return counts[counts["channel"].astype("string").isin(CHANNELS).fillna(False).to_numpy()]
 
 
-def _delivery_jobs(data: Any) -> pd.DataFrame:
-    """``data`` itself if it is a `metrics.delivery_jobs` frame, that of an Activity, or a
-    `ParameterError`."""
+def _delivery_jobs(data: Any) -> Any:
+    """``data`` itself if it is a `metrics.delivery_jobs` frame or an Activity (which the
+    queries of `toolkit.counts` read alike), or a `ParameterError`."""
     if isinstance(data, pd.DataFrame) and "outcome" in data.columns:
         return data
     if all(isinstance(getattr(data, n, None), pd.DataFrame) for n in metrics.REQUIRED_COLUMNS):
-        return metrics.delivery_jobs(data)
+        return data
     raise ParameterError(
         "jobs", _kind(data), "delivery jobs (metrics.delivery_jobs(activity)) or an Activity"
     )
+
+
+def _is_delivery_counts(frame: Any) -> bool:
+    """Whether ``frame`` is a `toolkit.delivery_counts` frame by ``provider_id``."""
+    return isinstance(frame, pd.DataFrame) and {"bucket", "provider_id", "finished", "failed"} <= set(frame.columns) and "freq" in frame.attrs  # fmt: skip
 
 
 def _kind(value: Any) -> str:

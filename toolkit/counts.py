@@ -12,6 +12,7 @@ per time bucket and dimensions, small whatever the history's size;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -25,13 +26,18 @@ from toolkit.schemas import CHANNELS
 
 __all__ = [
     "COUNTS",
+    "FAILURE_KEYS",
     "DEFAULT_BY",
     "DIMENSIONS",
     "DELIVERY_JOBS",
     "delivery_counts",
+    "around",
     "delivery_job_rows",
     "detail_counts",
+    "failures",
     "notification_count",
+    "notification_statuses",
+    "summaries",
     "summary",
     "window_rows",
 ]
@@ -202,48 +208,68 @@ def summary(
     DataFrame
         The ``by`` columns, ``delivery_jobs`` (all), ``jobs`` (finished plus failed),
         ``failed``, ``in_flight``, ``not_sent``, ``failure_rate`` (NaN without jobs),
-        ``ci_low``, ``ci_high`` (the Wilson interval), the percentiles, ``n`` (jobs timed) and
-        ``subscribers_reached`` (distinct subscribers with a finished job); sorted by ``by``.
+        ``ci_low``, ``ci_high`` (the Wilson interval), the percentiles, ``n`` (jobs timed),
+        ``subscribers_reached`` (distinct subscribers with a finished job) and
+        ``in_flight_notifications`` (distinct notifications with a job in flight); sorted by
+        ``by``.
     """
+    options = {"measure": measure, "quantiles": quantiles, "confidence": confidence}
+    return summaries(data, [by], after=after, before=before, **options)[0]
+
+
+def summaries(
+    data: Any,
+    groupings: Sequence[str | Sequence[str]],
+    *,
+    after: Any = None,
+    before: Any = None,
+    measure: str = "time_to_deliver_s",
+    quantiles: Sequence[float] = (0.5, 0.95),
+    confidence: float = 0.95,
+) -> list[pd.DataFrame]:
+    """`summary` of ``data`` for each of ``groupings``, in one query (SQL grouping sets): one
+    pass over the delivery jobs for the headline, its channels and the providers' table."""
     from toolkit.metrics import wilson_interval
 
-    keys = [by] if isinstance(by, str) else list(by)
+    sets = [[by] if isinstance(by, str) else list(by) for by in groupings]
+    keys = list(dict.fromkeys(key for grouping in sets for key in grouping))
     if measure not in ("time_to_deliver_s", "job_duration_s"):
         raise ParameterError("measure", measure, "'time_to_deliver_s' or 'job_duration_s'")
     if not all(isinstance(q, float | int) and 0 <= q <= 1 for q in quantiles):
         raise ParameterError("quantiles", quantiles, "numbers between 0 and 1")
     present = set(data.columns) if isinstance(data, pd.DataFrame) else None  # None: all
+    if present is None:
+        unknown = [key for key in keys if key not in DIMENSIONS]
+        if unknown:
+            raise ParameterError("by", groupings[0] if len(sets) == 1 else groupings, f"dimensions from {list(DIMENSIONS)}")  # fmt: skip
+    elif [key for key in keys if key not in present] or any(not s and b not in ((), []) for s, b in zip(sets, groupings, strict=True)):  # fmt: skip
+        raise ParameterError("by", groupings[0] if len(sets) == 1 else groupings, f"column names of the jobs frame: {list(data.columns)}")  # fmt: skip
     timed = present is None or measure in present
     percentiles = {percentile_name(q): q for q in quantiles} if timed else {}
+    distinct = {  # distinct ids of the jobs with an outcome: counted by the engine, never summed
+        name: f"DISTINCT CASE WHEN outcome = '{outcome}' THEN {column} END"
+        for name, outcome, column in (("subscribers_reached", "finished", "subscriber_id"),
+                                      ("in_flight_notifications", "in_flight", "notification_id"))
+        if present is None or column in present
+    }  # fmt: skip
     columns = [
         *keys,
+        *(f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}" for key in keys if len(sets) > 1),
         "CAST(count(*) AS BIGINT) AS delivery_jobs",
         *(f"CAST({COUNTS[o]} AS BIGINT) AS {o}" for o in ("finished", "failed", "in_flight", "not_sent")),  # fmt: skip
         *(f"CAST(percentile_cont({q}) WITHIN GROUP (ORDER BY {measure}) AS DOUBLE) AS {name}" for name, q in percentiles.items()),  # fmt: skip
         *([f"CAST(count({measure}) AS BIGINT) AS n"] if timed else []),
-        *(["CAST(count(DISTINCT CASE WHEN outcome = 'finished' THEN subscriber_id END) AS BIGINT) AS subscribers_reached"]
-          if present is None or "subscriber_id" in present else []),
+        *(f"CAST(count({expr}) AS BIGINT) AS {name}" for name, expr in distinct.items()),
     ]  # fmt: skip
-    grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
-    sql = f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}"
-    if isinstance(data, pd.DataFrame):
-        from toolkit import engines
-
-        missing = [key for key in keys if key not in data.columns]
-        if missing or not keys and by not in ((), []):
-            raise ParameterError("by", by, f"column names of the jobs frame: {list(data.columns)}")
-        with engines.relations(None, frames={"delivery_jobs": data}) as rel:
-            table = rel.query(sql)
+    if len(sets) > 1:
+        grouped = " GROUP BY GROUPING SETS (" + ", ".join(f"({', '.join(s)})" for s in sets) + ")"
     else:
-        unknown = [key for key in keys if key not in DIMENSIONS]
-        if unknown:
-            raise ParameterError("by", by, f"dimensions from {list(DIMENSIONS)}")
-        with _window_of(data, after, before) as (rel, start, end):
-            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
+        grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
+    table = _jobs_query(data, after, before, f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}")  # fmt: skip
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
-    counted = ("delivery_jobs", "finished", "failed", "in_flight", "not_sent", "n", "subscribers_reached")  # fmt: skip
+    counted = ("delivery_jobs", "finished", "failed", "in_flight", "not_sent", "n", *distinct)
     for name in (name for name in counted if name in frame):
         frame[name] = frame[name].to_numpy("int64", na_value=0) if len(frame) else frame[name].astype("int64")  # fmt: skip
     frame["jobs"] = frame.pop("finished") + frame["failed"]
@@ -253,11 +279,20 @@ def summary(
     frame["ci_low"], frame["ci_high"] = wilson_interval(frame["failed"], total, confidence)
     for name in percentiles:
         frame[name] = frame[name].astype("float64")
-    order = ["delivery_jobs", "jobs", "failed", "in_flight", "not_sent", "failure_rate", "ci_low", "ci_high", *percentiles, "n", "subscribers_reached"]  # fmt: skip
-    frame = frame[[*keys, *(name for name in order if name in frame)]]
-    if keys:
-        frame = frame.sort_values(keys, ignore_index=True, na_position="last")
-    return frame
+    order = ["delivery_jobs", "jobs", "failed", "in_flight", "not_sent", "failure_rate", "ci_low", "ci_high", *percentiles, "n", *distinct]  # fmt: skip
+    tables = []
+    for grouping in sets:
+        part = frame
+        if len(sets) > 1:
+            chosen = np.ones(len(frame), dtype=bool)
+            for key in keys:
+                chosen &= frame[f"_grouping_{key}"].to_numpy() == (0 if key in grouping else 1)
+            part = frame[chosen]
+        part = part[[*grouping, *(name for name in order if name in frame)]]
+        if grouping:
+            part = part.sort_values(grouping, na_position="last")
+        tables.append(part.reset_index(drop=True))
+    return tables
 
 
 def percentile_name(q: float) -> str:
@@ -290,6 +325,160 @@ def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> 
     frame = frame.astype(COUNT_COLUMNS)[list(COUNT_COLUMNS)]
     frame = frame.sort_values(list(COUNT_COLUMNS)[:4], ignore_index=True, na_position="last")
     frame.attrs["freq"] = step
+    return frame
+
+
+#: The groups of `failures`: a failure is a failed delivery job, by its last error.
+FAILURE_KEYS = ("channel", "provider_id", "error_code", "error_text")
+
+
+def failures(
+    data: Any,
+    *,
+    after=None,
+    before=None,
+    examples: int = 3,
+    notifications: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Failed delivery jobs per channel, provider and error, counted by the engine, most first.
+
+    Parameters
+    ----------
+    data : Activity, Store or DataFrame
+        A source (its window), or delivery jobs already computed (`toolkit.metrics.delivery_jobs`).
+    examples : int
+        Up to this many example transaction ids per group (0: none).
+    notifications : DataFrame, optional
+        With delivery jobs as ``data``: their notifications (``notification_id``,
+        ``transaction_id``), for the examples (none without).
+
+    Returns
+    -------
+    DataFrame
+        ``channel, provider_id, error_code, error_text`` (missing values form their own group),
+        ``failed`` (jobs), ``notifications, subscribers`` (distinct), ``first_seen, last_seen``
+        (the failed jobs' first and last execution details), ``transaction_ids`` (those of the
+        group's first notifications, by their failed job's last execution detail); sorted by
+        failed jobs (most first), first seen, error text.
+    """
+    keys = ", ".join(FAILURE_KEYS)
+    order = "ORDER BY ended_at NULLS LAST, job_id"
+    named = examples > 0 and (notifications is not None or not isinstance(data, pd.DataFrame))
+    frames = {}
+    if isinstance(data, pd.DataFrame) and named:
+        ids = notifications[["notification_id", "transaction_id"]]
+        frames = {"notifications": ids.drop_duplicates("notification_id")}
+    # a group's examples: its failed jobs in order of their last execution detail, each
+    # notification once (at its first job), those with a transaction id
+    shown = "k = 1 AND transaction_id IS NOT NULL"
+    sql = (
+        f"WITH failed AS (SELECT {keys}, notification_id, subscriber_id, started_at, ended_at,"
+        f" job_id, row_number() OVER (PARTITION BY {keys}, notification_id {order}) AS k"
+        " FROM delivery_jobs WHERE outcome = 'failed')"
+        + (
+            ", ranked AS (SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
+            " FROM failed f LEFT JOIN notifications n ON n.notification_id = f.notification_id)"
+            f", numbered AS (SELECT *, CASE WHEN {shown} THEN row_number() OVER (PARTITION BY"
+            f" {keys}, ({shown}) {order}) END AS r FROM ranked)"
+            if named
+            else ", numbered AS (SELECT * FROM failed)"
+        )
+        + f" SELECT {keys}, CAST(count(*) AS BIGINT) AS failed,"
+        " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications,"
+        " CAST(count(DISTINCT subscriber_id) AS BIGINT) AS subscribers,"
+        " min(started_at) AS first_seen, max(ended_at) AS last_seen"
+        + "".join(
+            f", max(CASE WHEN r = {i} THEN transaction_id END) AS example_{i}"
+            for i in range(1, examples + 1)
+            if named
+        )  # fmt: skip
+        + f" FROM numbered GROUP BY {keys}"
+    )
+    frame = _jobs_query(data, after, before, sql, frames).to_pandas()
+    for key in FAILURE_KEYS:
+        frame[key] = frame[key].astype("string")
+    for name in ("failed", "notifications", "subscribers"):
+        frame[name] = frame[name].astype("int64")
+    for name in ("first_seen", "last_seen"):
+        frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
+    named_columns = [f"example_{i}" for i in range(1, examples + 1) if named]
+    frame["transaction_ids"] = [
+        [value for value in row if value is not None and not pd.isna(value)]
+        for row in frame[named_columns].itertuples(index=False)
+    ] if named_columns else [[] for _ in range(len(frame))]  # fmt: skip
+    frame = frame.drop(columns=named_columns).sort_values(
+        ["failed", "first_seen", "error_text", *FAILURE_KEYS[:3]],
+        ascending=[False, True, True, True, True, True], na_position="last", ignore_index=True,
+    )  # fmt: skip
+    return frame
+
+
+def notification_statuses(source: Any, *, after=None, before=None) -> pd.DataFrame:
+    """Notifications created in the window per ``status`` (lower-cased; missing: <NA>), with
+    their number in ``notifications``: what the delivery funnel draws."""
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            "SELECT lower(CAST(status AS STRING)) AS status, CAST(count(*) AS BIGINT) AS"
+            f" notifications FROM notifications WHERE {_created(start, end)} GROUP BY 1"
+        )
+    frame = table.to_pandas().astype({"status": "string", "notifications": "int64"})
+    return frame.sort_values("status", na_position="last", ignore_index=True)
+
+
+def around(data: Any, shown: pd.DataFrame, *, after=None, before=None) -> pd.DataFrame:
+    """Finished and failed delivery jobs per bucket around incidents (the report's findings'
+    charts), all in one query.
+
+    Parameters
+    ----------
+    data : Activity, Store or DataFrame
+        A source (its window), or delivery jobs already computed.
+    shown : DataFrame
+        One row per incident: ``channel, provider_id, domain`` (missing: any), ``low, high``
+        (the instants around it), ``step`` (the bucket width, a Timedelta) and ``timed`` (also
+        the median time to deliver). A job is placed by its first execution detail, else its
+        trigger.
+
+    Returns
+    -------
+    DataFrame
+        ``incident`` (the position in ``shown``), ``bucket``, ``finished``, ``failed`` and
+        ``median`` (time to deliver, when ``timed``); ``attrs["latest"]``: when the last job of
+        the window started (None without jobs).
+    """
+    at = "unix_micros(coalesce(j.started_at, j.triggered_at))"
+    rows = " UNION ALL ".join(
+        f"SELECT {number} AS incident, {_literal(row['channel'])} AS channel,"
+        f" {_literal(row['provider_id'])} AS provider_id, {_literal(row['domain'])} AS domain,"
+        f" {_micros(row['low'], 0)} AS low, {_micros(row['high'], 0)} AS high,"
+        f" {pd.Timedelta(row['step']) // pd.Timedelta(microseconds=1)} AS step,"
+        f" {'TRUE' if row['timed'] else 'FALSE'} AS timed"
+        for number, row in enumerate(shown.to_dict("records"))
+    )
+    matched = " AND ".join(
+        f"(s.{key} IS NULL OR CAST(j.{key} AS STRING) = s.{key})"
+        for key in ("channel", "provider_id", "domain")
+    )
+    sql = (
+        f"WITH shown AS ({rows}) SELECT s.incident,"
+        f" CAST(floor({at} / s.step) AS BIGINT) * s.step AS bucket,"
+        + ", ".join(
+            f"CAST(sum(CASE WHEN j.outcome = '{o}' THEN 1 ELSE 0 END) AS BIGINT) AS {o}"
+            for o in ("finished", "failed")
+        )  # fmt: skip
+        + ", CAST(percentile_cont(0.5) WITHIN GROUP (ORDER BY CASE WHEN s.timed THEN"
+        f" j.time_to_deliver_s END) AS DOUBLE) AS median, max({at}) AS latest"
+        f" FROM delivery_jobs j LEFT JOIN shown s ON {at} BETWEEN s.low AND s.high AND {matched}"
+        " GROUP BY 1, 2"
+    )
+    frame = _jobs_query(data, after, before, sql).to_pandas() if len(shown) else pd.DataFrame(
+        {"incident": [], "bucket": [], "finished": [], "failed": [], "median": [], "latest": []}
+    )  # fmt: skip
+    latest = frame["latest"].max() if len(frame) else None
+    frame = frame[frame["incident"].notna()].astype({"incident": "int64", "finished": "int64", "failed": "int64", "median": "float64"})  # fmt: skip
+    frame["bucket"] = _instants(frame["bucket"])
+    frame = frame.drop(columns="latest").sort_values(["incident", "bucket"], ignore_index=True)
+    frame.attrs["latest"] = None if latest is None or pd.isna(latest) else _instants(pd.Series([latest]))[0]  # fmt: skip
     return frame
 
 
@@ -336,6 +525,36 @@ def window_rows(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _jobs_query(data: Any, after, before, sql: str, frames: dict[str, pd.DataFrame] | None = None) -> pa.Table:  # fmt: skip
+    """``sql`` over ``delivery_jobs``: the `DELIVERY_JOBS` of a source's window (with its tables),
+    or delivery jobs already computed (a frame; ``frames``: other frames it reads, by name)."""
+    if isinstance(data, pd.DataFrame):
+        from toolkit import engines
+
+        with engines.relations(None, frames={"delivery_jobs": data, **(frames or {})}) as rel:
+            return rel.query(sql)
+    with _window_of(data, after, before) as (rel, start, end):
+        joined = f", {sql[5:]}" if sql.startswith("WITH ") else f" {sql}"  # its own CTEs after
+        return rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}){joined}")
+
+
+def _created(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
+    """The SQL condition of a notification created in the window."""
+    return f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"
+
+
+def _literal(value: Any) -> str:
+    """``value`` as an SQL string literal both engines read alike (NULL when missing): quotes
+    and backslashes, which their literals escape differently, as ``chr`` codes."""
+    if value is None or pd.isna(value):
+        return "CAST(NULL AS STRING)"
+    parts = re.split(r"(['\\])", str(value))
+    pieces = [f"chr({ord(part)})" if part in ("'", "\\") else f"'{part}'" for part in parts if part]
+    if len(pieces) < 2:
+        return pieces[0] if pieces else "''"
+    return f"concat({', '.join(pieces)})"
 
 
 def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:

@@ -283,7 +283,8 @@ def percentiles(
 def top_failures(
     jobs: pd.DataFrame, notifications: pd.DataFrame | None = None, *, top: int | None = 10
 ) -> pd.DataFrame:
-    """The most frequent failures: failed delivery jobs per channel, provider and error.
+    """The most frequent failures: failed delivery jobs per channel, provider and error
+    (`toolkit.counts.failures`, counted by DuckDB over the frames).
 
     Parameters
     ----------
@@ -302,34 +303,14 @@ def top_failures(
         (the failed jobs' first and last execution details), ``transaction_ids`` (up to three, earliest
         first; empty without ``notifications``); most failed jobs first.
     """
+    from toolkit.counts import failures
+
     if top is not None and (not isinstance(top, int) or top < 1):
         raise ParameterError("top", top, "a positive whole number, or None for all")
     keys = ["channel", "provider_id", "error_code", "error_text"]
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
-    failed = jobs[has_outcome(jobs, "failed")]
-    failed = failed.sort_values(["ended_at", "job_id"], kind="stable")
-    ids = pd.Series(dtype="string")
-    if notifications is not None:
-        ids = notifications.loc[
-            notifications["notification_id"].isin(failed["notification_id"]).to_numpy(),
-            ["notification_id", "transaction_id"],
-        ].drop_duplicates("notification_id")
-        ids = ids.set_index("notification_id")["transaction_id"].astype("string")
-    grouped = failed.groupby(keys, observed=True, dropna=False, sort=False)
-    table = grouped.agg(
-        failed=("job_id", "size"),
-        notifications=("notification_id", "nunique"),
-        subscribers=("subscriber_id", "nunique"),
-        first_seen=("started_at", "min"),
-        last_seen=("ended_at", "max"),
-    ).reset_index()
-    examples = grouped["notification_id"].apply(
-        lambda n: list(ids.reindex(n.unique()).dropna()[:3])
-    )
-    table["transaction_ids"] = list(examples.to_numpy())
-    table = table.sort_values(["failed", "first_seen", "error_text"], ascending=[False, True, True])
-    table = table.astype({"failed": "int64", "notifications": "int64", "subscribers": "int64"})
+    table = failures(jobs, notifications=notifications)
     return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 

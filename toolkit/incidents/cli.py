@@ -31,10 +31,10 @@ def _incidents(args: argparse.Namespace) -> int:
     from toolkit.incidents import find_incidents
 
     if args.store:  # what the report reads of a store: lean at any size
+        from toolkit.report import store_incidents
         from toolkit.store import open_store
 
-        period = open_store(args.store, engine=args.engine).report_period(args.since, args.until)
-        incidents = find_incidents(period.activity, jobs=period.jobs)
+        incidents = store_incidents(open_store(args.store, engine=args.engine), args.since, args.until)  # fmt: skip
     else:
         from toolkit.read import read_activity
 

@@ -4,12 +4,16 @@ Sections, in order: **Findings** (each incident of `toolkit.find_incidents` as a
 its numbers and a small chart of its window, or "no incidents found" and what was checked), the
 headline figures with their change against the previous period of the same length, a table per
 (channel, provider), the charts, the top failures, a completeness note, a glossary
-(`metrics.DEFINITIONS`) and the provenance. Every number comes from `toolkit.metrics`.
+(`metrics.DEFINITIONS`) and the provenance. Every figure is a query of `toolkit.counts` to the
+source (DuckDB over an Activity's frames, a store's engine over its files): the same code for
+both, so the same window gives the same report; rows are fetched only for what is shown row by
+row (the incidents' examples).
 
 The report is a function of an Activity (+ the previous period's Activity), the provenance and
 ``generated_at``: `build_report` and `write_report` take them from anywhere (`read_activity`, a
 store) as long as the frames have the `COLUMNS`; `delivery_report` reads them from a client,
-`report_window` from any ``read(after, before)`` (a store's ``read``, say).
+`report_window` from any ``read(after, before)`` (an Activity or a store's `Window`), and
+`store_report` from a store.
 plotly.js is inlined once, compressed (`toolkit.report.bundle`), so the file opens offline and
 stays under 2 MB; figures have stable element ids, and the same inputs give the same bytes. No payload, credential or API key is rendered.
 
@@ -32,7 +36,6 @@ import jinja2
 import pandas as pd
 
 from toolkit import charts, metrics, words
-from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
@@ -40,6 +43,7 @@ from toolkit.report import bundle, changes
 from toolkit.report.findings import findings as findings_section
 from toolkit.report.summary import (
     cards,
+    figures,
     headline,
     headline_lines,
     provider_table,
@@ -50,7 +54,6 @@ from toolkit.timeutil import resolve_window, to_iso
 __all__ = [
     "COLUMNS",
     "COUNTED_COLUMNS",
-    "Period",
     "Report",
     "Window",
     "build_report",
@@ -58,8 +61,9 @@ __all__ = [
     "delivery_report",
     "headline",
     "headline_lines",
-    "period_of",
     "report_window",
+    "store_incidents",
+    "store_report",
     "write_report",
 ]
 
@@ -87,14 +91,6 @@ COLUMNS = {
         ("execution_details", ()),
     )
 }
-#: The columns of a `Period`'s notifications (its delivery jobs are computed).
-PERIOD_COLUMNS = (
-    "notification_id",
-    "created_at",
-    "workflow_identifier",
-    "transaction_id",
-    "status",
-)
 #: What the status charts need of the execution details when their counts are not given.
 COUNTED_COLUMNS = ("created_at", "channel", "provider_id", "status", "execution_detail_id")
 
@@ -113,63 +109,14 @@ _RETENTION = (
 
 
 @dataclass(frozen=True)
-class Period:
-    """A period as a reader that computes part of the report gives it (a store, at scale).
-
-    Attributes
-    ----------
-    activity : Activity
-        Its notifications with the `PERIOD_COLUMNS`; of its execution details, at least the
-        ``Failed`` ones (the findings' examples); its jobs are not read.
-    jobs : DataFrame
-        ``metrics.delivery_jobs`` of the whole period.
-    counts : DataFrame
-        ``metrics.detail_counts`` of its execution details, hourly.
-    delivery_counts : DataFrame, optional
-        ``toolkit.delivery_counts`` of the period in one bucket, for "What changed" (counted by
-        the source's engine; None: the section is left out).
-    """
-
-    activity: Any
-    jobs: pd.DataFrame
-    counts: pd.DataFrame
-    delivery_counts: pd.DataFrame | None = None
-
-
-@dataclass(frozen=True)
 class Window:
-    """A window of a source that computes (a store, on its engine), not read yet: the report
-    asks it for the figures it counts (`toolkit.counts`) and the rows it shows (`period_of`)."""
+    """A window of a source: the report asks it for every figure (`toolkit.counts`, run by its
+    engine: DuckDB over an Activity's frames or a store's files, or Spark), and for the rows it
+    shows. An Activity is its own window (``after`` and ``before`` None)."""
 
     source: Any
-    after: datetime
-    before: datetime
-
-
-def period_of(source: Any, after: datetime, before: datetime) -> Period:
-    """The `Period` of a source's window, computed by its engine: the delivery jobs (the rows of
-    `toolkit.metrics.delivery_jobs`), the notifications' `PERIOD_COLUMNS`, the ``Failed``
-    execution details (the findings' examples) and the hourly detail counts."""
-    from toolkit.counts import detail_counts, window_rows
-    from toolkit.frames import Activity
-    from toolkit.store import layout
-
-    window = {"after": after, "before": before}
-    failed = "CAST(status AS STRING) = 'Failed'"
-    rows = {
-        "notifications": window_rows(source, "notifications", PERIOD_COLUMNS, **window),
-        "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
-        "execution_details": window_rows(
-            source, "execution_details", COLUMNS["execution_details"], where=failed, **window
-        ),  # fmt: skip
-    }
-    frames = []
-    for table in layout.TABLES:
-        spec = [column for column in layout.SPECS[table] if column.name in rows[table].column_names]
-        frames.append(layout.frame_from_arrow(rows[table], spec))
-        frames[-1].attrs = {"after": pd.Timestamp(after), "before": pd.Timestamp(before)}
-    jobs, counted = metrics.delivery_jobs(source, **window), detail_counts(source, **window)
-    return Period(Activity(*frames), jobs, counted, changes.period_counts(Window(source, after, before)))  # fmt: skip
+    after: datetime | None = None
+    before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -211,9 +158,8 @@ def build_report(
     incidents : DataFrame, optional
         ``toolkit.find_incidents(activity)``, if already computed.
     counts : DataFrame, optional
-        ``metrics.detail_counts(activity.execution_details)`` (hourly), if already counted (a
-        store counts them in DuckDB); without them the execution details need the
-        `COUNTED_COLUMNS` too.
+        ``metrics.detail_counts(activity.execution_details)`` (hourly), if already counted;
+        without them the execution details need the `COUNTED_COLUMNS` too.
     top : int
         Rows of the top-failures table and bars of the failure-reasons chart.
 
@@ -223,8 +169,8 @@ def build_report(
         A provenance key names a secret, or a frame lacks a column of `COLUMNS`.
     """
     before = None if previous is None else _headline_of(previous)
-    period = _period(activity, "activity", counts)
-    return _render(_contents(period, before, incidents, top), provenance, generated_at)
+    window = _window(activity, "activity", counts)
+    return _render(_contents(window, before, incidents, top, counts), provenance, generated_at)
 
 
 def write_report(path: str | Path, activity, **options: Any) -> Path:
@@ -306,11 +252,9 @@ def _client_read(client, progress: bool, filters: Mapping[str, Any]):
     from toolkit.read import read_activity
 
     filters = {k: v for k, v in filters.items() if v is not None}
-    here = os.getpid()
 
     def read(after: datetime, before: datetime):
-        shown = progress and os.getpid() == here  # a forked reader's bar would share its line
-        return read_activity(client, after=after, before=before, progress=shown, **filters)
+        return read_activity(client, after=after, before=before, progress=progress, **filters)
 
     source = {"base_url": client.source, "environment": client.environment or "unknown"}
     return read, source, filters
@@ -335,9 +279,9 @@ def report_window(
     Parameters
     ----------
     read : callable
-        ``read(after, before) -> Activity`` (or a `Period`, when it computes the delivery jobs
-        and detail counts itself); it may raise `RetentionError` for a previous period it
-        cannot serve (the report then says so and shows no changes).
+        ``read(after, before) -> Activity`` (or a `Window` of a source that counts, a store);
+        it may raise `RetentionError` for a previous period it cannot serve (the report then
+        says so and shows no changes).
     now : datetime
         What ``since``/``until`` count back from; the default ``generated_at``.
     since, until, out, generated_at, top
@@ -346,37 +290,25 @@ def report_window(
         The provenance of the source (``base_url``, ``environment``, a store's path, ...).
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
-    concurrent : bool or "process"
-        Read the previous period while the window is read: True in a thread (``read`` must be
-        thread-safe), ``"process"`` in a forked child process, on the other core (for a program
-        whose only thread is this one, not a notebook: see `toolkit._fork`).
+    concurrent : bool
+        Read the previous period in a thread while the window is read (``read`` must be
+        thread-safe).
     """
     out = check_out(out)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent == "process":  # only the previous period's headline and counts cross back
-        earlier_read = Forked(_previous, read, start, after)
-        try:  # the window's contents first: the child ends meanwhile, on the other core
+    if concurrent:  # the previous period is read while the window is
+        with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
+            earlier_read = pool.submit(_previous, read, start, after)
             activity = read(after, before)
-            contents = _contents(_period(activity, "activity"), None, None, top)
-        except BaseException:
-            earlier_read.cancel()
-            raise
-        contents["previous"], earlier, earlier_counts = earlier_read.result()
-    else:
-        if concurrent:  # the previous period is read while the window is
-            with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
-                earlier_read = pool.submit(_previous, read, start, after)
-                activity = read(after, before)
-                previous, earlier, earlier_counts = earlier_read.result()
-        else:  # the previous period first: only its headline and counts are kept
-            previous, earlier, earlier_counts = _previous(read, start, after)
-            activity = read(after, before)
-        contents = _contents(_period(activity, "activity"), previous, None, top)
+            previous, earlier, earlier_counts = earlier_read.result()
+    else:  # the previous period first: only its headline and counts are kept
+        previous, earlier, earlier_counts = _previous(read, start, after)
+        activity = read(after, before)
+    contents = _contents(_window(activity, "activity"), previous, None, top)
     if not filters:  # a store counts its whole window in its engine: unfiltered only
-        counts = changes.period_counts(activity)
         window = (start, after, before)
-        contents["changes"] = changes.section(counts, earlier_counts, window, _figure_html)
+        contents["changes"] = changes.section(contents["counts"], earlier_counts, window, _figure_html)  # fmt: skip
     provenance = {**(source or {}), "after": after, "before": before,
                   "filters": dict(filters or {}), "previous": earlier}  # fmt: skip
     from toolkit.store.state import write_text  # atomic: a failed write leaves the old report
@@ -384,6 +316,49 @@ def report_window(
     write_text(out, _render(contents, provenance, generated_at or now))
     return Report(path=out, headline=contents["headline"], previous=contents["previous"],
                   findings=contents["incidents"], provenance=provenance)  # fmt: skip
+
+
+def store_report(
+    store,
+    since: str | datetime = "7d",
+    until: str | datetime | None = None,
+    *,
+    out: str | Path = "delivery-report.html",
+    top: int = 10,
+    **filters: Any,
+) -> Report:
+    """The HTML delivery report of a window of a store (`toolkit.open_store`), every figure
+    counted by the store's engine (DuckDB, or Spark); ``since`` and ``until`` count back from
+    its watermark. The previous period is compared when the store holds it. The same report as
+    `build_report` of the window's rows.
+
+    >>> toolkit.report.store_report(toolkit.open_store("activity"), since="30d", out="r.html")
+    """
+    first, watermark = store.window
+    selection = store.selection(**filters)  # checked before anything is read
+
+    def read(after: datetime, before: datetime) -> Window:
+        if first is not None and after < first:
+            raise RetentionError(
+                "READ", str(store.path), None, f"the store holds activity from {to_iso(first)}",
+                earliest=first,
+            )  # fmt: skip
+        store._window(after, before, selection.filters)
+        return Window(selection, after, before)
+
+    source = {"base_url": store.service, "environment": store.environment,
+              "store": str(store.path), "engine": store.engine_name}  # fmt: skip
+    if watermark is None:
+        raise ParameterError("store", str(store.path), "a store with data: run sync first")
+    return report_window(read, now=watermark, since=since, until=until, out=out,
+                         source=source, filters=selection.filters, top=top)  # fmt: skip
+
+
+def store_incidents(store, since: Any = None, until: Any = None):
+    """`toolkit.find_incidents` of a window of a store (``since``/``until`` from its watermark,
+    default all of it), as the report finds them."""
+    start, end = store._bounds(since, until)
+    return _find_incidents(store, start, end)
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,51 +378,103 @@ def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: d
 
 
 def _headline_of(previous) -> dict[str, Any]:
-    """The headline figures of the previous period (an Activity, a `Period` or a `Window`)."""
+    """The headline figures of the previous period (an Activity or a `Window`)."""
     if isinstance(previous, Window):
         return source_headline(previous.source, previous.after, previous.before)
-    if isinstance(previous, Period):
-        return headline(previous.activity, previous.jobs)
     _check_columns(previous, "previous", counted=False)
     return headline(previous)
 
 
-def _period(read: Any, name: str, counts: pd.DataFrame | None = None) -> Period:
-    """What ``read`` gave, as a `Period`: its delivery jobs computed, and its detail counts
-    unless given."""
-    if isinstance(read, Period):
-        return read
+def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
+    """What ``read`` gave as a `Window`: an Activity (its columns checked) is its own."""
     if isinstance(read, Window):
-        return period_of(read.source, read.after, read.before)
+        return read
     if counts is not None and not metrics.is_detail_counts(counts):
         raise ParameterError("counts", type(counts).__name__, "metrics.detail_counts(activity.execution_details)")  # fmt: skip
     _check_columns(read, name, counted=counts is None)
-    if counts is None:
-        counts = metrics.detail_counts(read.execution_details)
-    return Period(read, metrics.delivery_jobs(read), counts)
+    return Window(read)
 
 
-def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
-    """Everything the report shows, computed (no HTML yet); ``before``: the previous period's
-    headline figures."""
-    activity, jobs, counts = period.activity, period.jobs, period.counts
+def _find_incidents(source: Any, after: datetime | None, before: datetime | None) -> pd.DataFrame:
+    """`toolkit.find_incidents` of a window: the one call of the report (an Activity: its
+    frames; a store: the rows it reads today, the window's delivery jobs, its notifications and
+    their Failed execution details)."""
+    from toolkit.incidents import find_incidents
+
+    if after is None and before is None:
+        return find_incidents(source)
+    from toolkit.counts import window_rows
+    from toolkit.frames import Activity
+    from toolkit.store import layout
+
+    window = {"after": after, "before": before}
+    failed = "CAST(status AS STRING) = 'Failed'"
+    rows = {
+        "notifications": window_rows(source, "notifications", _NOTIFIED, **window),
+        "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
+        "execution_details": window_rows(
+            source, "execution_details", COLUMNS["execution_details"], where=failed, **window
+        ),  # fmt: skip
+    }
+    frames = []
+    for table in layout.TABLES:
+        spec = [column for column in layout.SPECS[table] if column.name in rows[table].column_names]
+        frames.append(layout.frame_from_arrow(rows[table], spec))
+        frames[-1].attrs = {"after": pd.Timestamp(after), "before": pd.Timestamp(before)}
+    return find_incidents(Activity(*frames), jobs=metrics.delivery_jobs(source, **window))
+
+
+#: What `_find_incidents` reads of a store's notifications.
+_NOTIFIED = ("notification_id", "created_at", "workflow_identifier", "transaction_id", "status")
+
+
+def _contents(window: Window, before, incidents, top: int, counts=None) -> dict[str, Any]:
+    """Everything the report shows, computed (no HTML yet), each figure a query of
+    `toolkit.counts` to the window's source; ``before``: the previous period's headline
+    figures; ``counts``: the hourly detail counts, when given."""
+    from toolkit.counts import (
+        DEFAULT_BY,
+        around,
+        delivery_counts,
+        detail_counts,
+        failures,
+        notification_count,
+        notification_statuses,
+        summaries,
+    )
+
+    source, span = window.source, {"after": window.after, "before": window.before}
     if incidents is None:
-        from toolkit.incidents import find_incidents
-
-        incidents = find_incidents(activity, jobs=jobs)
-    failures = metrics.top_failures(jobs, activity.notifications, top=top)
+        incidents = _find_incidents(source, **span)
+    totals, channels, providers = summaries(source, [(), "channel", ["channel", "provider_id"]], **span)  # fmt: skip
+    counts = detail_counts(source, **span) if counts is None else counts
+    freq, rate_freq = _buckets(counts)
+    delivery = delivery_counts(source, freq=rate_freq, by=DEFAULT_BY, **span)
+    failed = failures(source, **span)
+    shown = failed.head(top).copy()
     labels = ["channel", "provider_id", "error_code", "error_text"]
-    failures[labels] = failures[labels].astype("string").fillna(charts.MISSING)
+    shown[labels] = shown[labels].astype("string").fillna(charts.MISSING)
+    nearby = around(source, charts.incident_spans(incidents), **span)
+    figures_of = {
+        "chart-status-by-channel": charts.status_by_channel(counts),
+        "chart-status-timeline": charts.status_timeline(counts, freq),
+        "chart-failure-rate-by-provider": charts.failure_rate_by_provider(delivery, rate_freq),
+        "chart-failure-reasons": charts.failure_reasons(failed, top),
+        "chart-time-to-deliver": charts.time_to_deliver(channels),
+        "chart-delivery-funnel": charts.delivery_funnel(notification_statuses(source, **span)),
+        "chart-status-by-provider": charts.status_by_provider(counts),
+    }
     return {
-        "headline": headline(activity, jobs),
+        "headline": figures(notification_count(source, **span), totals, channels),
         "previous": before,
         "changes": None,  # the window against the previous period (`report_window`)
+        "counts": changes.whole(delivery),
         "incidents": incidents,
-        "findings": findings_section(incidents, jobs, _figure_html),
-        "providers": provider_table(jobs),
+        "findings": findings_section(incidents, nearby, _figure_html),
+        "providers": provider_table(providers, failed),
         "charts": [
-            {"id": element_id, "html": _figure_html(figure, element_id + "-plot")}
-            for element_id, figure in _figures(activity, jobs, counts, top).items()
+            {"id": element_id, "html": _figure_html(figures_of[element_id], element_id + "-plot")}
+            for element_id in CHARTS
         ],
         "failures": [
             {
@@ -455,14 +482,9 @@ def _contents(period: Period, before, incidents, top: int) -> dict[str, Any]:
                 "first_seen": words.moment(row["first_seen"]),
                 "last_seen": words.moment(row["last_seen"]),
             }
-            for row in failures.to_dict("records")
+            for row in shown.to_dict("records")
         ],  # fmt: skip
-        "in_flight_notifications": int(
-            jobs.loc[
-                metrics.has_outcome(jobs, "in_flight"),
-                "notification_id",
-            ].nunique()
-        ),  # fmt: skip
+        "in_flight_notifications": int(totals["in_flight_notifications"].iloc[0]),
     }
 
 
@@ -562,21 +584,6 @@ def _template() -> jinja2.Template:
 
 def _figure_html(fig, div_id: str) -> str:
     return bundle.figure_html(fig, div_id)
-
-
-def _figures(activity, jobs: pd.DataFrame, counts: pd.DataFrame, top: int) -> dict[str, Any]:
-    """The figures of `CHARTS`, by element id; ``counts``: the hourly `metrics.detail_counts`."""
-    freq, rate_freq = _buckets(counts)
-    figures = (
-        charts.status_by_channel(counts),
-        charts.status_timeline(counts, freq),
-        charts.failure_rate_by_provider(jobs, rate_freq),
-        charts.failure_reasons(jobs, top),
-        charts.time_to_deliver(jobs),
-        charts.delivery_funnel(activity),
-        charts.status_by_provider(counts),
-    )
-    return dict(zip(CHARTS, figures, strict=True))
 
 
 def _buckets(counts: pd.DataFrame) -> tuple[str, str]:

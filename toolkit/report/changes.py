@@ -14,19 +14,30 @@ import pandas as pd
 WHOLE = "36500D"
 
 
-def period_counts(read: Any) -> pd.DataFrame | None:
+def period_counts(read: Any) -> pd.DataFrame:
     """The delivery counts of a period as the section compares them (`toolkit.delivery_counts`
-    over its default dimensions, in one bucket): of an Activity, or those a reader's `Period`
-    brings (None when it brings none)."""
+    over its default dimensions, in one bucket): of an Activity, or of a store's `Window`
+    (counted by its engine)."""
     from toolkit.counts import delivery_counts
-    from toolkit.frames import Activity
     from toolkit.report import Window
 
-    if isinstance(read, Activity):
-        return delivery_counts(read, freq=WHOLE)
-    if isinstance(read, Window):  # a store's window: counted by its engine
+    if isinstance(read, Window):
         return delivery_counts(read.source, after=read.after, before=read.before, freq=WHOLE)
-    return getattr(read, "delivery_counts", None)
+    return delivery_counts(read, freq=WHOLE)
+
+
+def whole(counts: pd.DataFrame) -> pd.DataFrame:
+    """`toolkit.delivery_counts` in any buckets as `period_counts` gives them, in one bucket
+    (counts add up over buckets): the report's window counted once for its charts and here."""
+    from toolkit.counts import COUNTS
+
+    keys = [name for name in counts.columns if name != "bucket" and name not in COUNTS]
+    if counts.empty:
+        return counts.iloc[:0].reset_index(drop=True)
+    summed = counts.groupby(keys, dropna=False, sort=False)[list(COUNTS)].sum().reset_index()
+    summed.insert(0, "bucket", counts["bucket"].min())
+    summed = summed.astype({key: "string" for key in keys})
+    return summed.sort_values(keys, ignore_index=True, na_position="last")
 
 
 def section(

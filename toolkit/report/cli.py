@@ -23,23 +23,22 @@ def _report(args: argparse.Namespace) -> int:
 
     check_out(args.out)
     if args.store:
+        from toolkit.report import store_report
         from toolkit.store import open_store
 
-        report = open_store(args.store, engine=args.engine).report(
-            args.since, args.until, out=args.out, top=args.top,
+        report = store_report(
+            open_store(args.store, engine=args.engine), args.since, args.until, out=args.out,
+            top=args.top,
             **{k: v for k, v in (("channels", args.channels), ("severity", args.severity)) if v},
         )  # fmt: skip
-    else:
-        # delivery_report, with the previous period read in a forked process (on the other
-        # core), when the service is the local sandbox: a configured service's rate limit
-        # wants the two reads to share one pacer, in one process
+    else:  # delivery_report, the previous period read in a thread while the window is
         _preload()  # while the local sandbox starts
         client = _cli.connect(args)
         filters = {"channels": args.channels, "severity": args.severity}
         read, source, filters = _client_read(client, True, filters)
         report = report_window(read, now=client.now(), since=args.since, until=args.until,
                                out=args.out, source=source, filters=filters, top=args.top,
-                               concurrent=True if _cli.configured(args) else "process")  # fmt: skip
+                               concurrent=True)  # fmt: skip
     source = report.provenance
     print(f"wrote {report.path.resolve()}")
     print(

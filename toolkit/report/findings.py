@@ -26,7 +26,7 @@ INCIDENT_COLUMNS = (
 
 
 def findings(
-    incidents: pd.DataFrame, jobs: pd.DataFrame, figure_html: Callable[[Any, str], str]
+    incidents: pd.DataFrame, nearby: pd.DataFrame, figure_html: Callable[[Any, str], str]
 ) -> dict[str, Any]:
     """What the Findings section shows.
 
@@ -34,8 +34,9 @@ def findings(
     ----------
     incidents : DataFrame
         From `toolkit.find_incidents` (its ``attrs`` say what was checked).
-    jobs : DataFrame
-        ``metrics.delivery_jobs(activity)``, for the charts.
+    nearby : DataFrame
+        ``toolkit.counts.around`` of the incidents' `toolkit.charts.incident_spans`, for the
+        charts (counted by the source's engine in one query).
     figure_html : callable
         ``figure_html(figure, element_id) -> str``.
 
@@ -59,10 +60,19 @@ def findings(
                 "summary": row["summary"],
                 "facts": _facts(row),
                 "example": "" if not _known(example) else _masked(str(example)),
-                "chart": figure_html(charts.incident_window(jobs, row), element_id + "-plot"),
+                "chart": figure_html(
+                    charts.incident_window(_part(nearby, number - 1), row), element_id + "-plot"
+                ),  # fmt: skip
             }
         )
     return {"items": items, "checked": _checked(incidents.attrs)}
+
+
+def _part(nearby: pd.DataFrame, number: int) -> pd.DataFrame:
+    """The rows of one incident of `toolkit.counts.around` (its ``attrs`` kept)."""
+    part = nearby[nearby["incident"].to_numpy() == number].reset_index(drop=True)
+    part.attrs = dict(nearby.attrs)
+    return part
 
 
 def _facts(row: dict[str, Any]) -> list[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""The report's figures, from `toolkit.metrics` only (pure: frames in, plain values out)."""
+"""The report's figures, from the queries of `toolkit.counts` (frames of counts in, plain values
+out)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ from toolkit import metrics
 from toolkit.charts import MISSING, format_seconds
 from toolkit.schemas import CHANNELS
 
-__all__ = ["CARDS", "cards", "headline", "headline_lines", "percent", "provider_table"]
+__all__ = [
+    "CARDS",
+    "cards",
+    "figures",
+    "headline",
+    "headline_lines",
+    "percent",
+    "provider_table",
+    "source_headline",
+]
 
 #: The headline cards: key of `headline`, label, and how the value reads (count, rate, seconds).
 CARDS = (
@@ -24,15 +34,8 @@ CARDS = (
 )
 
 
-def headline(activity, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
-    """The headline figures of an Activity.
-
-    Parameters
-    ----------
-    activity : Activity
-        The window's activity.
-    jobs : DataFrame, optional
-        ``metrics.delivery_jobs(activity)``, if already computed.
+def headline(activity) -> dict[str, Any]:
+    """The headline figures of an Activity (`source_headline` of its frames).
 
     Returns
     -------
@@ -40,21 +43,22 @@ def headline(activity, jobs: pd.DataFrame | None = None) -> dict[str, Any]:
         ``notifications`` (their number), the keys of `metrics.totals`, and ``by_channel``:
         ``{"channel", "jobs", "failed", "failure_rate"}`` per channel, in vocabulary order.
     """
-    from toolkit.counts import summary
-
-    jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
-    return _figures(len(activity.notifications), summary(jobs), summary(jobs, "channel"))
+    return source_headline(activity, None, None)
 
 
 def source_headline(source: Any, after: Any, before: Any) -> dict[str, Any]:
-    """`headline` of a source's window (a store), counted by its engine without its rows."""
-    from toolkit.counts import notification_count, summary
+    """`headline` of a source's window (an Activity, a store), counted by its engine in one pass
+    over the delivery jobs (`toolkit.counts.summaries`), without its rows."""
+    from toolkit.counts import notification_count, summaries
 
     window = {"after": after, "before": before}
-    return _figures(notification_count(source, **window), summary(source, **window), summary(source, "channel", **window))  # fmt: skip
+    totals, channels = summaries(source, [(), "channel"], **window)
+    return figures(notification_count(source, **window), totals, channels)
 
 
-def _figures(notifications: int, totals: pd.DataFrame, channels: pd.DataFrame) -> dict[str, Any]:
+def figures(notifications: int, totals: pd.DataFrame, channels: pd.DataFrame) -> dict[str, Any]:
+    """`headline` from the number of notifications and `toolkit.counts.summary` of all delivery
+    jobs and by channel."""
     rates = channels.set_index(channels["channel"].astype(str))
     return {
         "notifications": notifications,
@@ -89,17 +93,23 @@ def cards(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict
     return shown
 
 
-def provider_table(jobs: pd.DataFrame) -> list[dict[str, Any]]:
+def provider_table(providers: pd.DataFrame, failures: pd.DataFrame) -> list[dict[str, Any]]:
     """One row per (channel, provider): ``channel, provider_id, jobs`` (finished plus failed),
     ``failed, in_flight, failure_rate`` (with its interval, as text), ``p50, p95`` (time to
-    deliver, as text) and ``top_error`` (its most frequent failure, as text)."""
+    deliver, as text) and ``top_error`` (its most frequent failure, as text).
+
+    Parameters
+    ----------
+    providers : DataFrame
+        ``toolkit.counts.summary`` by ``channel`` and ``provider_id``.
+    failures : DataFrame
+        ``toolkit.counts.failures`` (most first).
+    """
     keys = ["channel", "provider_id"]
-    rates = metrics.failure_rates(jobs, keys)
-    times = metrics.percentiles(jobs, keys, "time_to_deliver_s")
-    table = rates.merge(times, on=keys, how="left")
-    errors = metrics.top_failures(jobs, top=None).drop_duplicates(keys)
-    table = table.merge(errors[[*keys, "error_code", "error_text", "failed"]], on=keys,
-                        how="left", suffixes=("", "_top"))  # fmt: skip
+    errors = failures.drop_duplicates(keys)[[*keys, "error_code", "error_text", "failed"]]
+    table = providers.astype({key: "string" for key in keys}).merge(
+        errors.astype({key: "string" for key in keys}), on=keys, how="left", suffixes=("", "_top")
+    )
     table["channel"] = table["channel"].astype(str)
     order = {channel: rank for rank, channel in enumerate(_channel_order(table["channel"]))}
     table = table.sort_values(["channel", "jobs"], key=lambda c: c.map(order) if c.name == "channel" else -c)  # fmt: skip

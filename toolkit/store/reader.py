@@ -1,5 +1,5 @@
-"""`Store`: read a store as `read_activity` frames, query it with SQL (DuckDB), or load only what
-the measures of `toolkit.metrics` need, reduced in DuckDB.
+"""`Store`: read a store as `read_activity` frames, query it with SQL (DuckDB), or count it on
+its engine (a source of `toolkit.counts`; the report is `toolkit.report.store_report`).
 
 >>> store = toolkit.open_store("activity")
 >>> store.read(after="24h", channels="sms")          # an Activity, as read_activity gives it
@@ -87,6 +87,15 @@ class Store:
     @property
     def filters(self) -> dict[str, Any]:
         return dict(self._state.filters)
+
+    @property
+    def service(self) -> str | None:
+        """The service it was synced from (its base URL when the service has no name)."""
+        return self._state.service or self._state.base_url
+
+    @property
+    def environment(self) -> str | None:
+        return self._state.environment
 
     @property
     def engine_name(self) -> str:
@@ -249,55 +258,10 @@ class Store:
 
         return detail_counts(_Selection(self, check_filters(filters, allowed=FILTERS)), after=after, before=before, freq=freq)  # fmt: skip
 
-    def report(
-        self,
-        since: str | datetime = "7d",
-        until: str | datetime | None = None,
-        *,
-        out: str | Path = "delivery-report.html",
-        top: int = 10,
-        **filters: Any,
-    ):
-        """The HTML delivery report (`toolkit.report`) of a window of the store; ``since`` and
-        ``until`` count back from the watermark. The previous period is compared when the store
-        holds it; its headline is counted by the engine, without reading its rows. The same
-        report as from every row.
-        """
-        from toolkit.errors import RetentionError
-        from toolkit.report import Window, report_window
-
-        first, watermark = self.window
-        filters = check_filters(filters, allowed=FILTERS)
-
-        def read(after: datetime, before: datetime):
-            if first is not None and after < first:
-                raise RetentionError(
-                    "READ", str(self.path), None, f"the store holds activity from {to_iso(first)}",
-                    earliest=first,
-                )  # fmt: skip
-            self._window(after, before, filters)
-            return Window(_Selection(self, filters), after, before)
-
-        source = {"base_url": self._state.service or self._state.base_url,
-                  "environment": self._state.environment,
-                  "store": str(self.path), "engine": self.engine_name}  # fmt: skip
-        if watermark is None:
-            raise ParameterError("store", str(self.path), "a store with data: run sync first")
-        return report_window(read, now=watermark, since=since, until=until, out=out,
-                             source=source, filters=filters, top=top)  # fmt: skip
-
-    def report_period(
-        self,
-        after: str | datetime | None = None,
-        before: str | datetime | None = None,
-        **filters: Any,
-    ):
-        """What `toolkit.report` needs of a window (`toolkit.report.period_of`), computed by the
-        store's engine."""
-        from toolkit.report import period_of
-
-        start, end, filters = self._window(after, before, filters)
-        return period_of(_Selection(self, filters), start, end)
+    def selection(self, **filters: Any) -> Any:
+        """The store's notifications matching ``filters`` (those of `read`), as a source of
+        `toolkit.counts` and the report (`toolkit.report.store_report`); checked here."""
+        return _Selection(self, check_filters(filters, allowed=FILTERS))
 
     def sql(self, query: str) -> pd.DataFrame:
         """Run a DuckDB query over the views ``notifications``, ``jobs`` and
