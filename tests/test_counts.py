@@ -3,6 +3,7 @@ a store of the same window, on DuckDB and on Spark, and bad input refused before
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 
 import pandas as pd
@@ -87,6 +88,69 @@ def test_bad_input_is_refused():
         toolkit.delivery_counts(activity.notifications.to_dict())
     with pytest.raises(ParameterError, match="engine"):
         toolkit.open_store("anywhere", engine="postgres")
+
+
+def test_the_report_s_queries_by_hand():
+    """What the report asks a source (`counts.summaries`, `failures`, `notification_statuses`,
+    `around`), counted by hand on `_hand_activity`."""
+    activity = _hand_activity()
+    totals, channels = counts.summaries(activity, [(), "channel"])
+    pd.testing.assert_frame_equal(totals, counts.summary(activity))  # one pass, the same frames
+    pd.testing.assert_frame_equal(channels, counts.summary(activity, "channel"))
+    row = totals.iloc[0]
+    assert (row["delivery_jobs"], row["jobs"], row["failed"], row["p50"]) == (4, 2, 1, 3.0)
+    assert (row["subscribers_reached"], row["in_flight_notifications"]) == (1, 1)  # e1; s1
+    assert list(channels["channel"]) == ["email", "push", "sms"]
+    failed = counts.failures(activity)
+    assert failed.drop(columns=["first_seen", "last_seen"]).astype(object).where(failed.notna(), None).to_dict("records") == [
+        {"channel": "email", "provider_id": "sendgrid", "error_code": None, "error_text": "",
+         "failed": 1, "notifications": 1, "subscribers": 1, "transaction_ids": ["tx-2"]}
+    ]  # fmt: skip
+    assert failed.loc[0, "first_seen"] == T0 + pd.Timedelta(seconds=2)
+    statuses = counts.notification_statuses(activity)
+    assert dict(zip(statuses["status"], statuses["notifications"], strict=True)) == {
+        "failed": 1, "pending": 1, "sent": 1, "skipped": 1
+    }  # fmt: skip
+    shown = pd.DataFrame([{"channel": "email", "provider_id": "sendgrid", "domain": None,
+                           "low": T0 - pd.Timedelta("30min"), "high": T0 + pd.Timedelta("31min"),
+                           "step": pd.Timedelta("5min"), "timed": True}])  # fmt: skip
+    near = counts.around(activity, shown)
+    assert near.to_dict("records") == [
+        {"incident": 0, "bucket": T0, "finished": 1, "failed": 1, "median": 3.0}
+    ]  # e1 and e2 at 10:00; not the sms, push or digest jobs
+    assert near.attrs["latest"] == T0 + pd.Timedelta("90min")  # the skipped push, at its trigger
+    nothing = counts.around(activity, shown.assign(domain="nowhere.example"))
+    assert nothing.empty and nothing.attrs["latest"] == T0 + pd.Timedelta("90min")
+
+
+def test_failures_name_the_first_three_notifications_of_a_group():
+    ended = pd.to_datetime([f"2026-11-01T10:0{m}:00Z" for m in (4, 1, 3, 0, 2, 5)])
+    jobs = pd.DataFrame({
+        "job_id": list("abcdef"), "notification_id": ["n1", "n2", "n3", "n4", "n2", "n6"],
+        "subscriber_id": ["u1"] * 6, "channel": ["sms"] * 6, "provider_id": ["p"] * 6,
+        "error_code": ["E1"] * 6, "error_text": ["x"] * 6, "outcome": ["failed"] * 6,
+        "started_at": ended, "ended_at": ended,
+    })  # fmt: skip
+    notifications = pd.DataFrame({"notification_id": ["n1", "n2", "n3", "n4", "n6"],
+                                  "transaction_id": ["t1", "t2", "t3", None, "t6"]})  # fmt: skip
+    table = counts.failures(jobs, notifications=notifications)
+    # by their failed job's end: n4 (10:00, no transaction id), n2 (10:01), n3 (10:03), n1 (10:04)
+    assert table.loc[0, "transaction_ids"] == ["t2", "t3", "t1"]
+    assert table.loc[0, ["failed", "notifications", "subscribers"]].tolist() == [6, 5, 1]
+    assert counts.failures(jobs).loc[0, "transaction_ids"] == []  # no notifications: no examples
+    assert counts.failures(jobs, notifications=notifications, examples=1).loc[0, "transaction_ids"] == ["t2"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["plain", "it's", "back\\slash", "'\\'", "", "ünïcode"])
+def test_literals_read_the_same_on_every_engine(text, request):
+    from toolkit import engines
+
+    sql = f"SELECT {counts._literal(text)} AS v, {counts._literal(None)} AS missing"
+    with engines.relations(None) as rel:
+        assert rel.query(sql).to_pylist() == [{"v": text, "missing": None}]
+    if shutil.which("java") and importlib.util.find_spec("pyspark"):  # Spark's escapes differ
+        spark = request.getfixturevalue("spark")
+        assert [tuple(row) for row in spark.sql(sql).collect()] == [(text, None)]
 
 
 @pytest.fixture(scope="module")
