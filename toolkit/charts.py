@@ -1,10 +1,12 @@
 """Plotly charts of activity frames: pure functions, frames in, ``go.Figure`` out.
 
-Charts only draw: every number they show comes from `toolkit.metrics`. Charts of execution
-details take ``activity.execution_details`` or their `metrics.detail_counts` (as a store
-counts them, for windows too large to load); charts of delivery jobs (outcomes, timings,
-failures) take ``metrics.delivery_jobs(activity)`` or the Activity itself. Any other frame is
-refused with a `ParameterError` naming the frame expected. Every chart colours execution-detail statuses with `STATUS_COLORS` and orders them by
+Charts only draw: every number they show is a query of `toolkit.counts` (run by DuckDB over
+frames, or by a store's engine). Charts of execution details take ``activity.execution_details``
+or their `metrics.detail_counts`; charts of delivery jobs (outcomes, timings, failures) take
+``metrics.delivery_jobs(activity)``, the Activity itself, or the counts the report asks its
+source for (`toolkit.delivery_counts`, `toolkit.counts.summary`, `toolkit.counts.failures`,
+`toolkit.counts.notification_statuses`, `toolkit.counts.around`). Any other frame is refused
+with a `ParameterError` naming the frame expected. Every chart colours execution-detail statuses with `STATUS_COLORS` and orders them by
 `STATUS_ORDER` (the report uses the same two). Known categories come first in their vocabulary's
 order, unknown ones follow sorted: they are kept, never dropped. An empty frame gives an empty
 figure whose title ends in "no data". `summarize` turns a figure into compact text for notebooks'
