@@ -36,6 +36,8 @@ class Relations:
 
     engine: str
     run: Any  # (sql) -> pyarrow.Table
+    #: The jobs keep their delivery facts (`toolkit.counts.FACTS`): a store's, written so.
+    facts_stored: bool = False
 
     def query(self, sql: str) -> pa.Table:
         """``sql`` over the tables, as an Arrow table."""
@@ -81,17 +83,22 @@ def relations(
     root: str | None = None,
     days: tuple[str, str] | None = None,
     chosen: pa.Table | None = None,
-    frames: dict[str, pd.DataFrame] | None = None,
+    frames: dict[str, pd.DataFrame | pa.Table] | None = None,
+    facts_stored: bool = False,
 ) -> Iterator[Relations]:
     """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
     ``files`` by table (DuckDB; only the notifications whose ids ``chosen`` holds, when given), or a
     store's ``root`` directory on a SparkSession ``engine`` (its partitions from ``days[0]`` to
-    ``days[1]``); ``frames``: other frames by name (DuckDB)."""
+    ``days[1]``); ``frames``: other frames (or Arrow tables) by name (DuckDB); ``facts_stored``:
+    the store's jobs keep their delivery facts."""
     if engine == "duckdb":
         with _duckdb(source, files, chosen, frames or {}) as rel:
+            rel.facts_stored = facts_stored
             yield rel
     else:
-        yield _spark(engine, root, days)
+        rel = _spark(engine, root, days)
+        rel.facts_stored = facts_stored
+        yield rel
 
 
 @contextlib.contextmanager
@@ -101,7 +108,7 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
     with _database(os.getpid()).cursor() as con:  # a cursor: its registrations are its own
         con.execute("SET TimeZone = 'UTC'")
         for name, frame in frames.items():
-            con.register(name, _arrow(frame))
+            con.register(name, frame if isinstance(frame, pa.Table) else _arrow(frame))
         for table in TABLES if activity is not None or files is not None else ():
             if files is None:
                 frame = getattr(activity, table, None)
@@ -144,7 +151,8 @@ def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
 
     for table in TABLES:
         try:
-            frame = spark.read.option("basePath", f"{root}/{table}").parquet(f"{root}/{table}")
+            reader = spark.read.option("basePath", f"{root}/{table}").option("mergeSchema", "true")
+            frame = reader.parquet(f"{root}/{table}")
         except Exception as error:  # noqa: BLE001 (Spark's AnalysisException: a path it cannot read)
             raise StoreError(f"Spark cannot read {root}/{table}: {str(error).splitlines()[0]}") from None  # fmt: skip
         partition = functions.col("created_date")

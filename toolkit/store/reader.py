@@ -343,16 +343,18 @@ class Store:
     def _relations(self, start, end, filters=None):
         """The store's tables on its engine: the window's partition files on DuckDB (its
         notifications matching ``filters`` only, when given), the window's partitions on Spark."""
+        files = self._files(start, end)
+        for path in (path for paths in files.values() for path in paths):
+            check_file(Path(path))  # a damaged or foreign file is named, from its footer
+        jobs = files["jobs"]
+        stored = bool(jobs) and not filters and all(layout.keeps_facts(Path(p)) for p in jobs)
         if self.engine == "duckdb":
             chosen = self._notifications(start, end, filters, []) if filters else None
-            files = self._files(start, end)
-            for path in (path for paths in files.values() for path in paths):
-                check_file(Path(path))  # a damaged or foreign file is named, from its footer
-            return relations(None, files=files, chosen=chosen)
+            return relations(None, files=files, chosen=chosen, facts_stored=stored)
         if filters:
             raise ParameterError("filters", sorted(filters), "none on Spark (count the whole window)")  # fmt: skip
         days = (start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d"))
-        return relations(None, engine=self.engine, root=str(self.path), days=days)
+        return relations(None, engine=self.engine, root=str(self.path), days=days, facts_stored=stored)  # fmt: skip
 
     def _window(self, after, before, filters):
         filters = check_filters(filters, allowed=FILTERS)
