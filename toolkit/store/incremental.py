@@ -392,12 +392,11 @@ def _old_day(root: Path, day: str) -> list[pa.Table] | None:
 def upgrade(root: Path) -> int:
     """Rewrite the days held in an older layout (jobs without their workflow or delivery facts,
     `layout.ADDED_COLUMNS`) in today's, rows unchanged; the number of days rewritten."""
-    from toolkit.store.reader import check_file, read_file
+    from toolkit.store.reader import current_layout, read_file
 
     upgraded = 0
     for day in sorted(layout.days_held(root)):
-        check_file(layout.day_path(root, "jobs", day))  # a damaged file is named, not upgraded
-        if layout.keeps_facts(layout.day_path(root, "jobs", day)):
+        if current_layout(layout.day_path(root, "jobs", day)):  # a damaged file is named
             continue
         notifications, jobs, details = (read_file(layout.day_path(root, t, day)) for t in layout.TABLES)  # fmt: skip
         if "workflow" not in jobs.column_names:  # a job's workflow: its notification's

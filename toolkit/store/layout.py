@@ -93,11 +93,6 @@ def arrow_schema(table: str, columns: Iterable[str] | None = None) -> pa.Schema:
     )
 
 
-def keeps_facts(path: Path) -> bool:
-    """Whether a jobs file has today's layout: its jobs' workflow and delivery facts."""
-    return ADDED_COLUMNS["jobs"] <= set(pq.read_schema(path).names)
-
-
 def day_of(times: pd.Series) -> np.ndarray:
     """The partition key (``YYYY-MM-DD``, UTC) of each time."""
     return times.dt.strftime("%Y-%m-%d").to_numpy(dtype=object)
