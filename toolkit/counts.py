@@ -301,8 +301,7 @@ def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> 
     micros = step // pd.Timedelta(microseconds=1)
     with _window_of(source, after, before) as (rel, start, end):
         chosen = "" if start is None and end is None else (
-            "WHERE notification_id IN (SELECT notification_id FROM notifications WHERE "
-            f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)})"
+            f"WHERE {rel.in_window(_micros(start, -(2**62)), _micros(end, 2**62))}"
         )  # fmt: skip
         table = rel.query(
             f"SELECT CAST(floor(unix_micros(created_at) / {micros}) AS BIGINT) * {micros}"
@@ -352,7 +351,7 @@ def window_rows(
     with _window_of(source, after, before) as (rel, start, end):
         window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
         chosen = window if table == "notifications" else (
-            f"notification_id IN (SELECT notification_id FROM notifications WHERE {window})"
+            rel.in_window(_micros(start, -(2**62)), _micros(end, 2**62))
         )  # fmt: skip
         return rel.query(
             f"SELECT {', '.join(columns)} FROM {table} WHERE {chosen}"

@@ -38,10 +38,27 @@ class Relations:
     run: Any  # (sql) -> pyarrow.Table
     #: The jobs keep their delivery facts (`toolkit.counts.FACTS`): a store's, written so.
     facts_stored: bool = False
+    #: The tables are a store's, partitioned by their notification's day (``created_date``).
+    partitioned: bool = False
 
     def query(self, sql: str) -> pa.Table:
         """``sql`` over the tables, as an Arrow table."""
         return self.run(sql)
+
+    def in_window(self, low: int, high: int) -> str:
+        """A condition on a table's rows: their notification was created in ``[low, high]``
+        (epoch microseconds). On a store, only the first and last days' notifications are
+        looked up: the days between are whole (a row lives in its notification's day)."""
+        created = f"unix_micros(created_at) BETWEEN {low} AND {high}"
+        if not self.partitioned:
+            return f"notification_id IN (SELECT notification_id FROM notifications WHERE {created})"
+        first, last = (pd.Timestamp(us, unit="us", tz="UTC").strftime("%Y-%m-%d") for us in (max(low, 0), min(high, 2**62 // 1000)))  # fmt: skip
+        edges = f"created_date IN (DATE '{first}', DATE '{last}')"
+        return (
+            f"(created_date > DATE '{first}' AND created_date < DATE '{last}'"
+            f" OR {edges} AND notification_id IN"
+            f" (SELECT notification_id FROM notifications WHERE {edges} AND {created}))"
+        )
 
 
 def check_engine(engine: Any) -> Any:
@@ -93,11 +110,11 @@ def relations(
     the store's jobs keep their delivery facts."""
     if engine == "duckdb":
         with _duckdb(source, files, chosen, frames or {}) as rel:
-            rel.facts_stored = facts_stored
+            rel.facts_stored, rel.partitioned = facts_stored, files is not None and chosen is None
             yield rel
     else:
         rel = _spark(engine, root, days)
-        rel.facts_stored = facts_stored
+        rel.facts_stored, rel.partitioned = facts_stored, True
         yield rel
 
 
