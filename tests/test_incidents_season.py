@@ -47,6 +47,13 @@ def test_rhythm_batches_and_bursts_are_not_incidents(days):
     assert "same hour of the week" in found.attrs["baseline"]
 
 
+def test_a_groups_usual_bursts_are_not_a_spike():
+    # seed 3's four weeks: a small workflow's fan-outs bunched in one afternoon, more than a
+    # quasi-Poisson law allows, no more than the same workflow's bursts in its other weeks
+    found = read(shaped_traffic(3, NOW, incidents=False), 28)[2]
+    assert found.empty, list(found["summary"])
+
+
 def test_a_workflow_that_stops_is_one_volume_drop_with_what_is_missing(week):
     _, planted, found = week
     stop = next(i for i in planted if i["kind"] == "volume_drop" and i["workflow"])

@@ -37,14 +37,18 @@ each cell's and group's dispersion (mean squared Pearson residual, quasi-Poisson
 whole days vary together; a period of expected count ``e`` has variance ``dispersion * e +
 spread * e**2`` (`scan.CountScan`). A group's period with at most ``1 / min_ratio`` of its
 expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and
-two hours of its busiest traffic, a ``volume_spike`` (recurring batches are in the season, so
-only what departs from it is). Rows of one direction and time whose missing (extra) jobs are
+two hours of its busiest traffic, and a larger departure than any of the group's in each week of
+the history against the others, a ``volume_spike`` (recurring batches and the group's usual
+bursts are in the history, so only what departs from it is). Rows of one direction and time whose missing (extra) jobs are
 mostly another's are one: the group that departs most (a workflow that stopped, not every
 channel it sends on). A provider's spike while another provider of its channel sends about as
 much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume
 is compared as before, as each (channel, provider)'s and channel's share of the notifications
 against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows'
-summary say so. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
+summary say so. A store's days without files are gaps: the history's weeks touching them are
+left out (fewer than three whole weeks left: the fallback). A baseline sharing no (channel,
+provider, workflow) with the activity, or an Activity of other environments, is a
+`ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
 group's jobs per notification.
 
 Failures

@@ -129,6 +129,7 @@ def find_incidents(
     checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
     if jobs.empty or after is None:
         return empty("no delivery jobs in the activity", checked)
+    season.same_environment(activity, baseline)
     base_jobs, history = _baseline(baseline, after)
     if base_jobs is None:
         baseline = None  # counts or a store: the volume's history only
@@ -228,10 +229,10 @@ def _window(activity: Any, jobs: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.
 
 def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, tuple]:
     """The baseline's delivery jobs (an Activity: also the failure scans' baseline) and the
-    volume's history: ``(counts, (after, before))`` (`toolkit.delivery_counts` by
+    volume's history: ``(counts, (after, before)[, gaps])`` (`toolkit.delivery_counts` by
     `season.CELL`, hourly), or ``()`` when there is none. A store gives the `HISTORY` before
     the window that it holds."""
-    from toolkit.store import Store
+    from toolkit.store import Store, layout
 
     if baseline is None:
         return None, ()
@@ -241,7 +242,8 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, 
             return None, (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after))
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
-        return None, (counts, (start, end))
+        gaps = season.missing_days(layout.days_held(baseline.path), start, end)
+        return None, (counts, (start, end), gaps)
     if isinstance(baseline, pd.DataFrame):
         if (
             not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)

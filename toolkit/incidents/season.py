@@ -4,8 +4,9 @@ and how much it varies.
 Counts come as `toolkit.delivery_counts` frames (one row per hour ``bucket`` and (channel,
 provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
 week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`) (the window itself when it spans `MIN_WEEKS` weeks, else
-``baseline=``): a daily and weekly rhythm, nightly batches and weekly newsletters are in it, a
-one-off burst in one week is not. Groups (channel, provider, workflow) sum their cells. How much a
+``baseline=``; a week of it touching a gap, hours a store does not hold, left out): a daily and
+weekly rhythm, nightly batches and weekly newsletters are in it, a one-off burst in one week is
+not. Groups (channel, provider, workflow) sum their cells. How much a
 cell's hourly counts vary around that median is its dispersion: the mean squared Pearson
 residual of the history's own weeks (each against the median of the others; the largest 0.5%
 left out, they are the history's own incidents), 1 for a Poisson count (a batch sent at the same hour
@@ -58,6 +59,7 @@ class Season:
     weeks: int
     start: pd.Timestamp
     end: pd.Timestamp
+    own: int | None = None  # the window's hour where ``reference`` begins, when it is its own
 
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
@@ -87,10 +89,12 @@ def build(
     before: pd.Timestamp,
     history: pd.DataFrame | None = None,
     history_span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
+    gaps: list[tuple[pd.Timestamp, pd.Timestamp]] = (),
 ) -> Season | str:
     """The season of the window ``[after, before)`` (``window()`` gives its counts, asked only
     when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks, else
-    from ``history`` (counts over ``history_span``). Returns why not (a sentence) when neither
+    from ``history`` (counts over ``history_span``; its weeks touching ``gaps``, spans it does
+    not hold, left out: a gap is not a quiet week). Returns why not (a sentence) when neither
     has enough weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
     hours = hours.as_unit("ns")
@@ -117,7 +121,7 @@ def build(
             expected[:, :first] = center(weekly)[:, WEEK - first :]
         source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
         return Season(keys, hours, cover, observed, expected * cover, weekly, source,
-                      weekly.shape[1], after, before)  # fmt: skip
+                      weekly.shape[1], after, before, first)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
     h_hours = h_hours.as_unit("ns")
@@ -134,11 +138,43 @@ def build(
     keys = _keys(window, history)
     observed = _matrix(window, keys, hours)
     weekly, first = _weeks(_matrix(history, keys, h_hours), h_hours)
+    held = np.ones(len(h_hours), dtype=bool)
+    for low, high in gaps:
+        held &= ~((h_hours >= low.floor(HOUR)) & (h_hours < high))
+    whole = held[first:].reshape(-1, WEEK).all(1)
+    weekly, left_out = weekly[:, whole], int((~whole).sum())
+    if left_out:
+        left_out = f" ({left_out} with hours the baseline does not hold left out)"
+        if weekly.shape[1] < MIN_WEEKS:
+            return (f"the baseline has {weekly.shape[1]} whole weeks without a gap{left_out}, "
+                    f"fewer than {MIN_WEEKS}: too few for a weekly season")  # fmt: skip
     profile = center(weekly)  # cells x 168, from the hour of week of h_hours[first]
     slot = ((hours - h_hours[first]) // HOUR).to_numpy() % WEEK
-    source = f"the same hour of the week in the {weekly.shape[1]} weeks of baseline="
+    source = (
+        f"the same hour of the week in the {weekly.shape[1]} weeks of baseline={left_out or ''}"
+    )
     return Season(keys, hours, cover, observed, profile[:, slot] * cover, weekly, source,
                   weekly.shape[1], after, before)  # fmt: skip
+
+
+def same_environment(activity, baseline) -> None:
+    """Raise `ParameterError` when ``baseline`` (an Activity) holds notifications of other
+    environments than ``activity``'s and none of its (both known)."""
+    ids = [set(frame["environment_id"].dropna().astype(str)) if "environment_id" in frame else set()
+           for frame in (getattr(x, "notifications", pd.DataFrame()) for x in (activity, baseline))]  # fmt: skip
+    if ids[0] and ids[1] and not ids[0] & ids[1]:
+        raise ParameterError(
+            "baseline", f"an activity of environment(s) {sorted(ids[1])}",
+            f"the history of the activity's environment(s) {sorted(ids[0])}",
+        )  # fmt: skip
+
+
+def missing_days(held: set[str], start: pd.Timestamp, end: pd.Timestamp) -> list[tuple]:
+    """The days of ``[start, end)`` not in ``held`` (a store's days with files,
+    `toolkit.store.layout.days_held`): ``(day start, next day start)`` spans it never synced."""
+    days = pd.date_range(start.floor("D"), end, freq="D", inclusive="left")
+    one = pd.Timedelta(days=1)
+    return [(day, day + one) for day in days if day.strftime("%Y-%m-%d") not in held]
 
 
 def center(weekly: np.ndarray) -> np.ndarray:

@@ -7,7 +7,8 @@ the other's cells; the group that departs the most (the largest share of its exp
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
 on, a silent channel rather than each of its providers. A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
-``traffic_shift`` row (a failover), never a drop and a spike.
+``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
+more than its group did in each week of the season's history (`_beyond_history`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import CountScan, Evidence
-from toolkit.incidents.season import HOUR, LEVELS, Season
+from toolkit.incidents.scan import CountScan, Evidence, _runs
+from toolkit.incidents.season import HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
@@ -86,7 +87,8 @@ def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
-    return _shifts(season, kept)
+    shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
+    return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:
@@ -110,6 +112,31 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
         else:
             out.append(row)
     return out
+
+
+def _score(observed, expected):
+    """The Poisson log-likelihood ratio of ``observed`` against ``expected`` counts."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(observed > 0, observed / np.maximum(expected, 1e-9), 1.0)
+        return observed * np.log(ratio) - (observed - expected)
+
+
+def _beyond_history(season: Season, row: dict) -> bool:
+    """Whether a spike ``row`` departs more (its score) than its group's largest spike in each
+    week of the reference against the others (the row's own week left out): bursts (fan-outs)
+    make a quasi-Poisson tail too light, and a group's usual bursts are in its history too, a
+    runaway is not."""
+    weekly = season.reference[row["cells"]].sum(0)  # weeks x 168
+    own = None if season.own is None else (row["first"] - season.own) // WEEK
+    largest = 0.0
+    for week in range(weekly.shape[0]):
+        if week == own:
+            continue
+        expected = _runs(center(np.delete(weekly[None], week, axis=1))[0])[0]
+        observed, inside = _runs(weekly[week])
+        score = np.where((observed > expected) & inside, _score(observed, expected), 0.0)
+        largest = max(largest, float(score.max()))
+    return float(_score(np.float64(row["events"]), np.float64(row["expected"]))) > largest
 
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:

@@ -1,0 +1,128 @@
+"""The seasonal baseline's bad input: a store with gaps in its history, a baseline from another
+environment, a baseline that does not overlap the activity's groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolkit import delivery_counts, open_store
+from toolkit.errors import ParameterError
+from toolkit.frames import Activity
+from toolkit.incidents import find_incidents, season
+from toolkit.sandbox.seed.shaped import shaped_traffic
+from toolkit.store import layout
+from toolkit.store.state import State
+
+NOW = pd.Timestamp("2026-11-01T12:00:00Z")
+AFTER = NOW - pd.Timedelta(days=1)
+HISTORY = pd.Timedelta(days=28)
+
+
+@pytest.fixture(scope="module")
+def traffic():
+    return shaped_traffic(3, NOW, days=30)
+
+
+def write_store(traffic, root, skip=()):
+    """The shaped traffic of the four weeks before AFTER written as a sync writes a store (a
+    file per table and day, then ``state.json``), except the days of ``skip``."""
+    activity, _ = traffic.window(AFTER - HISTORY, AFTER)
+    workflow = activity.notifications.set_index("notification_id")["workflow_identifier"]
+    frames = dict(zip(layout.TABLES, activity, strict=True))
+    frames["jobs"] = frames["jobs"].assign(workflow=frames["jobs"]["notification_id"].map(workflow))
+    times = {"notifications": "created_at", "jobs": "notification_id",
+             "execution_details": "created_at"}  # fmt: skip
+    created = activity.notifications.set_index("notification_id")["created_at"]
+    for day in pd.date_range((AFTER - HISTORY).floor("D"), AFTER, freq="D"):
+        name = day.strftime("%Y-%m-%d")
+        if name in skip:
+            continue
+        tables = []
+        for table, frame in frames.items():
+            at = frame[times[table]]
+            at = at.map(created) if table == "jobs" else at
+            mine = frame[(at >= day) & (at < day + pd.Timedelta(days=1))]
+            columns = [f.name for f in layout.arrow_schema(table)]
+            mine = mine.reindex(columns=columns).astype(
+                {c: object for c in columns if c not in frame.columns}
+            )
+            for c in set(columns) - set(frame.columns):
+                mine[c] = None
+            for column in mine.select_dtypes("datetimetz"):  # the service's milliseconds
+                mine[column] = mine[column].dt.floor("ms")
+            tables.append(layout.table_from_frame(mine, table))
+        layout.write_day(root, name, tables)
+    State(base_url="https://api.example", environment=None, filters={},
+          after=(AFTER - HISTORY).isoformat(), watermark=AFTER.isoformat()).save(root)  # fmt: skip
+    return open_store(root)
+
+
+def test_a_store_without_gaps_is_a_baseline_of_four_weeks(traffic, tmp_path):
+    store = write_store(traffic, tmp_path / "store")
+    activity, _ = traffic.window(AFTER, NOW)
+    found = find_incidents(activity, baseline=store)
+    assert found.attrs["baseline"].endswith("the 4 weeks of baseline=")
+    history, _ = traffic.window(AFTER - HISTORY, AFTER)
+    same = find_incidents(activity, baseline=history)
+    volume = lambda frame: frame[frame["kind"].str.startswith(("volume", "traffic"))]  # noqa: E731
+    assert list(volume(found)["summary"]) == list(volume(same)["summary"])
+
+
+def test_days_a_store_never_synced_are_left_out_not_read_as_zeros(traffic, tmp_path):
+    gap = (AFTER - pd.Timedelta(days=10)).strftime("%Y-%m-%d")
+    store = write_store(traffic, tmp_path / "store", skip={gap})
+    assert gap not in layout.days_held(store.path)
+    activity, _ = traffic.window(AFTER, NOW)
+    found = find_incidents(activity, baseline=store)
+    assert (
+        "3 weeks of baseline= (1 with hours the baseline does not hold" in found.attrs["baseline"]
+    )
+    # the same counts with the gap read as zeros: a season of four weeks, one of them too quiet
+    counts = delivery_counts(store, after=AFTER - HISTORY, before=AFTER, by=season.CELL)
+    counts.attrs.update(after=(AFTER - HISTORY).isoformat(), before=AFTER.isoformat())
+    zeros = season.build(lambda: delivery_counts(activity, by=season.CELL), AFTER, NOW, counts,
+                         (AFTER - HISTORY, AFTER))  # fmt: skip
+    kept = season.build(lambda: delivery_counts(activity, by=season.CELL), AFTER, NOW, counts,
+                        (AFTER - HISTORY, AFTER), season.missing_days(layout.days_held(store.path), AFTER - HISTORY, AFTER))  # fmt: skip
+    assert zeros.reference.shape[1] == 4 and kept.reference.shape[1] == 3
+    silent = lambda built: np.convolve(built.reference.sum(0).ravel() == 0, np.ones(24)).max()  # noqa: E731
+    assert silent(zeros) == 24 and silent(kept) < 24  # a day of zeros, read as a quiet day
+
+
+def test_a_store_with_gaps_in_two_weeks_falls_back_and_says_so(traffic, tmp_path):
+    skip = {(AFTER - pd.Timedelta(days=d)).strftime("%Y-%m-%d") for d in (3, 12)}
+    store = write_store(traffic, tmp_path / "store", skip=skip)
+    activity, _ = traffic.window(AFTER, NOW)
+    found = find_incidents(activity, baseline=store)
+    assert found.attrs["baseline"].startswith(
+        "no seasonal baseline (the baseline has 2 whole weeks"
+    )
+    assert "compared with the rest of the window" in found.attrs["baseline"]
+
+
+def with_environment(activity, environment):
+    notes = activity.notifications.assign(environment_id=environment)
+    notes.attrs = activity.notifications.attrs
+    return Activity(notes, activity.jobs, activity.execution_details)
+
+
+def test_a_baseline_from_another_environment_is_refused(traffic):
+    activity, _ = traffic.window(AFTER, NOW)
+    history, _ = traffic.window(AFTER - HISTORY, AFTER)
+    production = with_environment(activity, "env-production")
+    with pytest.raises(ParameterError, match=r"environment\(s\) \['env-staging'\]") as error:
+        find_incidents(production, baseline=with_environment(history, "env-staging"))
+    assert error.value.name == "baseline"
+    found = find_incidents(production, baseline=with_environment(history, "env-production"))
+    assert "4 weeks of baseline=" in found.attrs["baseline"]
+
+
+def test_a_baseline_activity_of_other_groups_is_refused(traffic):
+    activity, _ = traffic.window(AFTER, NOW)
+    history, _ = traffic.window(AFTER - HISTORY, AFTER)
+    jobs = history.jobs.assign(provider_id="elsewhere-" + history.jobs["provider_id"].astype(str))
+    other = Activity(history.notifications, jobs, history.execution_details)
+    with pytest.raises(ParameterError, match="same service"):
+        find_incidents(activity, baseline=other)
