@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.errors import ParameterError
+from toolkit.percentiles import percentiles
 from toolkit.schemas import CHANNELS
 
 __all__ = [
@@ -270,7 +271,7 @@ def summaries(
     elif [key for key in keys if key not in present] or any(not s and b not in ((), []) for s, b in zip(sets, groupings, strict=True)):  # fmt: skip
         raise ParameterError("by", groupings[0] if len(sets) == 1 else groupings, f"column names of the jobs frame: {list(data.columns)}")  # fmt: skip
     timed = present is None or measure in present
-    percentiles = {percentile_name(q): q for q in quantiles} if timed else {}
+    percentiles_of = {percentile_name(q): q for q in quantiles} if timed else {}
     distinct = {  # distinct ids of the jobs with an outcome: counted by the engine, never summed
         name: f"DISTINCT CASE WHEN outcome = '{outcome}' THEN {column} END"
         for name, outcome, column in (("subscribers_reached", "finished", "subscriber_id"),
@@ -282,7 +283,6 @@ def summaries(
         *(f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}" for key in keys if len(sets) > 1),
         "CAST(count(*) AS BIGINT) AS delivery_jobs",
         *(f"CAST({COUNTS[o]} AS BIGINT) AS {o}" for o in ("finished", "failed", "in_flight", "not_sent")),  # fmt: skip
-        *(f"CAST(percentile_cont({q}) WITHIN GROUP (ORDER BY {measure}) AS DOUBLE) AS {name}" for name, q in percentiles.items()),  # fmt: skip
         *([f"CAST(count({measure}) AS BIGINT) AS n"] if timed else []),
         *(f"CAST(count({expr}) AS BIGINT) AS {name}" for name, expr in distinct.items()),
     ]  # fmt: skip
@@ -291,6 +291,7 @@ def summaries(
     else:
         grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
     table = _jobs_query(data, after, before, f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}")  # fmt: skip
+    timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal) if percentiles_of else None  # fmt: skip
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
@@ -302,22 +303,40 @@ def summaries(
     with np.errstate(invalid="ignore", divide="ignore"):
         frame["failure_rate"] = frame["failed"].to_numpy("float64") / np.where(total > 0, total, np.nan)  # fmt: skip
     frame["ci_low"], frame["ci_high"] = wilson_interval(frame["failed"], total, confidence)
-    for name in percentiles:
-        frame[name] = frame[name].astype("float64")
-    order = ["delivery_jobs", "jobs", "failed", "in_flight", "not_sent", "failure_rate", "ci_low", "ci_high", *percentiles, "n", *distinct]  # fmt: skip
+    order = ["delivery_jobs", "jobs", "failed", "in_flight", "not_sent", "failure_rate", "ci_low", "ci_high", *percentiles_of, "n", *distinct]  # fmt: skip
     tables = []
-    for grouping in sets:
+    for number, grouping in enumerate(sets):
         part = frame
         if len(sets) > 1:
             chosen = np.ones(len(frame), dtype=bool)
             for key in keys:
                 chosen &= frame[f"_grouping_{key}"].to_numpy() == (0 if key in grouping else 1)
             part = frame[chosen]
-        part = part[[*grouping, *(name for name in order if name in frame)]]
+        if timings is not None:
+            part = _with_timings(part, timings[number], grouping)
+        part = part[[*grouping, *(name for name in order if name in part)]]
         if grouping:
             part = part.sort_values(grouping, na_position="last")
         tables.append(part.reset_index(drop=True))
     return tables
+
+
+def _with_timings(part: pd.DataFrame, timings: pd.DataFrame, grouping: list[str]) -> pd.DataFrame:
+    """``part`` (one grouping's rows of `summaries`) with the percentile columns of ``timings``
+    (`toolkit.percentiles.percentiles`), NaN for groups without a timed job."""
+    if not grouping:
+        values = timings.iloc[0] if len(timings) else pd.Series(np.nan, index=timings.columns)
+        return part.assign(**{name: float(values[name]) for name in timings.columns})
+
+    def plain(values) -> tuple:
+        return tuple(None if pd.isna(value) else value for value in values)
+
+    width = len(grouping)
+    keyed = {plain(row[:width]): row[width:] for row in timings.itertuples(index=False)}
+    names = list(timings.columns[width:])
+    own = [plain(row) for row in part[grouping].itertuples(index=False)]
+    columns = {name: [float(keyed[key][i]) if key in keyed else np.nan for key in own] for i, name in enumerate(names)}  # fmt: skip
+    return part.assign(**columns)
 
 
 def percentile_name(q: float) -> str:
