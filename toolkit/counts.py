@@ -31,6 +31,14 @@ __all__ = [
     "delivery_counts",
     "delivery_job_rows",
     "detail_counts",
+    "SCAN_COUNTS",
+    "SCANNED_JOBS",
+    "failure_payload",
+    "group_counts",
+    "scan_counts",
+    "scan_reference",
+    "scanned_job_rows",
+    "sent_counts",
     "notification_count",
     "summary",
     "window_rows",
@@ -79,6 +87,8 @@ WITH selected AS (
          CASE WHEN CAST(j.type AS STRING) = 'email' THEN NULLIF(regexp_extract(
            lower(trim(n.subscriber_email)), '@([^@ ]+)$', 1), '') END AS domain,
          (unix_micros(s.first_success_at) - unix_micros(n.created_at)) / 1e6 AS time_to_deliver_s,
+         (unix_micros(s.first_success_at) - unix_micros(j.first_execution_at)) / 1e6
+           AS time_to_send_s,
          CAST(j.duration_s AS DOUBLE) AS job_duration_s,
          CAST(coalesce(s.failed_attempts, 0) AS BIGINT) AS failed_attempts
   FROM jobs j
@@ -98,6 +108,33 @@ COUNTS = {
     },
     "met_failure": "sum(CASE WHEN failed_attempts > 0 THEN 1 ELSE 0 END)",
     "delivered": "sum(CASE WHEN time_to_deliver_s IS NOT NULL THEN 1 ELSE 0 END)",
+}
+
+#: Delivery jobs as the incident finder scans them (`toolkit.incidents`), from
+#: ``delivery_jobs`` and ``slow_above`` (each (channel, provider_id)'s threshold of
+#: ``time_to_send_s``): ``scan_at`` (when it starts: its first execution detail, else its trigger) and its flags: ``met_failure`` (a Failed attempt), ``tried`` (finished, failed or met a
+#: failure), ``retried`` (two Failed attempts, or one and still in flight), ``attempted``
+#: (finished, failed or in flight: not skipped nor canceled) and ``slow`` (sent above its
+#: threshold).
+SCANNED_JOBS = """
+SELECT j.*, coalesce(j.started_at, j.triggered_at) AS scan_at,
+       j.failed_attempts > 0 AS met_failure,
+       (j.outcome IN ('finished', 'failed') OR j.failed_attempts > 0) AS tried,
+       (j.failed_attempts >= 2 OR (j.failed_attempts > 0 AND j.outcome = 'in_flight')) AS retried,
+       j.outcome IN ('finished', 'failed', 'in_flight') AS attempted,
+       coalesce(j.time_to_send_s > t.slow_above, false) AS slow
+FROM delivery_jobs j
+LEFT JOIN slow_above t ON j.channel = t.channel AND j.provider_id = t.provider_id
+"""
+
+#: What the incident finder's scans count per bucket and group (`scan_counts`), over
+#: `SCANNED_JOBS`: the jobs tried and those of them that met a failure, the jobs sent
+#: (``time_to_send_s`` known) and those sent slowly.
+SCAN_COUNTS = {
+    "tried": "sum(CASE WHEN tried THEN 1 ELSE 0 END)",
+    "met_failure": "sum(CASE WHEN tried AND met_failure THEN 1 ELSE 0 END)",
+    "sent": "count(time_to_send_s)",
+    "slow": "sum(CASE WHEN slow THEN 1 ELSE 0 END)",
 }
 
 
@@ -160,7 +197,7 @@ def delivery_counts(
             table = rel.query(f"WITH delivery_jobs AS (SELECT * FROM jobs_frame{within}) {sql}")
     else:
         with _window_of(source, after, before) as (rel, start, end):
-            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
+            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) {sql}")
     frame = _typed(table, dimensions)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
     frame.attrs = {
@@ -335,11 +372,187 @@ def window_rows(
         )
 
 
+# -- what the incident finder reads (`toolkit.incidents`) ------------------------------------
+
+#: When a delivery job starts for the incident scans: its first execution detail, else its
+#: trigger.
+AT = "coalesce(started_at, triggered_at)"
+
+
+def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.9) -> pd.DataFrame:
+    """Per (channel, provider_id) of the window's delivery jobs: ``jobs``, the first and last
+    start (``first_at``, ``last_at``, `AT`) and trigger (``first_trigger``, ``last_trigger``),
+    and ``slow_above``, the ``quantile`` of ``time_to_send_s`` (linear interpolation; NaN when
+    none was sent): what the incident scans' grid and slow threshold are set from."""
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) "
+            "SELECT channel, provider_id, CAST(count(*) AS BIGINT) AS jobs,"
+            f" min({AT}) AS first_at, max({AT}) AS last_at,"
+            " min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger,"
+            f" CAST(percentile_cont({float(quantile)}) WITHIN GROUP (ORDER BY time_to_send_s)"
+            " AS DOUBLE) AS slow_above FROM delivery_jobs GROUP BY channel, provider_id"
+        )
+    frame = table.to_pandas()
+    for name in ("first_at", "last_at", "first_trigger", "last_trigger"):
+        frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
+    frame["jobs"] = frame["jobs"].astype("int64")
+    return frame.sort_values(["channel", "provider_id"], ignore_index=True)
+
+
+def scan_counts(
+    source: Any,
+    *,
+    after=None,
+    before=None,
+    grid: tuple[pd.Timestamp, pd.Timedelta, int],
+    slow_above: pd.DataFrame,
+) -> pd.DataFrame:
+    """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
+    ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
+    error_code, domain``; ``slow_above`` (`scan_reference`'s columns) sets which jobs are slow."""
+    keys = "channel, provider_id, error_code, domain"
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            f"{_scanned(source, start, end, slow_above, rel.engine)} SELECT {_bucket(AT, *grid)} AS bucket,"
+            f" {keys}, "
+            + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in SCAN_COUNTS.items())
+            + " FROM scanned GROUP BY 1, 2, 3, 4, 5"
+        )
+    frame = table.to_pandas()
+    for name in ("channel", "provider_id", "error_code", "domain"):
+        frame[name] = frame[name].astype("string")
+    for name in ("bucket", *SCAN_COUNTS):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
+def sent_counts(
+    source: Any, *, after=None, before=None, grid: tuple[pd.Timestamp, pd.Timedelta, int]
+) -> pd.DataFrame:
+    """Notifications per bucket of ``grid`` (their creation), and of them those sent (a job
+    finished, failed or in flight) per channel and per (channel, provider_id): rows of
+    ``bucket, channel, provider_id, notifications`` (``channel`` and ``provider_id`` missing:
+    all notifications; ``provider_id`` missing and ``level`` "channel": per channel)."""
+    empty = pd.DataFrame(columns=["channel", "provider_id", "slow_above"])
+    with _window_of(source, after, before) as (rel, start, end):
+        window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
+        sent = f"{_bucket('triggered_at', *grid)} AS bucket"
+        table = rel.query(
+            f"{_scanned(source, start, end, empty, rel.engine)}"
+            f" SELECT 'all' AS level, {_bucket('created_at', *grid)} AS bucket,"
+            " CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications"
+            f" FROM notifications WHERE created_at IS NOT NULL AND {window} GROUP BY 1, 2"
+            f" UNION ALL SELECT 'channel' AS level, {sent}, channel, CAST(NULL AS STRING),"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
+            " GROUP BY 1, 2, 3"
+            f" UNION ALL SELECT 'provider' AS level, {sent}, channel, provider_id,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
+            " GROUP BY 1, 2, 3, 4"
+        )
+    frame = table.to_pandas()
+    for name in ("level", "channel", "provider_id"):
+        frame[name] = frame[name].astype("string")
+    for name in ("bucket", "notifications"):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
+def scanned_job_rows(
+    source: Any,
+    *,
+    after=None,
+    before=None,
+    slow_above: pd.DataFrame,
+    where: Sequence[dict[str, Any]],
+) -> pa.Table:
+    """The rows of `SCANNED_JOBS` matching any of ``where``, ordered by ``scan_at`` then job id:
+    each a dict of column values (None: missing), and optionally ``"at": (low, high)`` (a
+    half-open range of a time column, ``"column"``, default ``scan_at``; None: unbounded) and
+    ``"among": (column, values)``."""
+    with _window_of(source, after, before) as (rel, start, end):
+        chosen = " OR ".join(f"({_condition(one, rel.engine)})" for one in where) or "false"
+        return rel.query(
+            f"{_scanned(source, start, end, slow_above, rel.engine)}"
+            f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
+        )
+
+
+def group_counts(
+    source: Any, *, after=None, before=None, groups: Sequence[tuple[dict, Any, Any]]
+) -> pd.DataFrame:
+    """Per ``workflow``, for each ``(keys, start, end)`` of ``groups`` (``n`` its position):
+    the group's delivery jobs (``keys``: column values, None for missing) ``jobs_n`` and their
+    notifications ``notifications_n`` (distinct; a notification has one workflow, so they add
+    up over workflows), and of them those triggered in ``[start, end)``: ``period_n``, their
+    first and last trigger ``first_n``, ``last_n``."""
+    with _window_of(source, after, before) as (rel, start, end):
+        columns = []
+        for n, (keys, low, high) in enumerate(groups):
+            mine = _condition(keys, rel.engine)
+            period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'}, rel.engine)}"  # fmt: skip
+            columns += [
+                f"CAST(count(CASE WHEN {mine} THEN 1 END) AS BIGINT) AS jobs_{n}",
+                f"CAST(count(DISTINCT CASE WHEN {mine} THEN notification_id END) AS BIGINT) AS notifications_{n}",  # fmt: skip
+                f"CAST(count(CASE WHEN {period} THEN 1 END) AS BIGINT) AS period_{n}",
+                f"min(CASE WHEN {period} THEN triggered_at END) AS first_{n}",
+                f"max(CASE WHEN {period} THEN triggered_at END) AS last_{n}",
+            ]
+        table = rel.query(
+            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) SELECT workflow,"
+            f" {', '.join(columns)} FROM delivery_jobs GROUP BY workflow"
+        )
+    frame = table.to_pandas()
+    frame["workflow"] = frame["workflow"].astype("string")
+    for n in range(len(groups)):
+        for name in (f"first_{n}", f"last_{n}"):
+            frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
+    return frame
+
+
+def failure_payload(source: Any, *, after=None, before=None, job_id: str) -> str | None:
+    """The raw payload of job ``job_id``'s last Failed execution detail (None: none)."""
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            "SELECT raw FROM execution_details WHERE notification_id IN (SELECT notification_id"
+            " FROM notifications WHERE unix_micros(created_at) BETWEEN"
+            f" {_micros(start, -(2**62))} AND {_micros(end, 2**62)})"
+            f" AND job_id = {_quote(job_id, rel.engine)} AND CAST(status AS STRING) = 'Failed'"
+            " AND raw IS NOT NULL ORDER BY created_at DESC LIMIT 1"
+        )
+    return table.column(0)[0].as_py() if table.num_rows else None
+
+
 # --------------------------------------------------------------------------------------------
 
 
-def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
-    return DELIVERY_JOBS.format(low=_micros(start, -(2**62)), high=_micros(end, 2**62))
+def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None, source: Any = None) -> str:
+    low, high = _micros(start, -(2**62)), _micros(end, 2**62)
+    if isinstance(source, Given):  # computed already: the same relation's rows
+        return f"SELECT * FROM given_jobs WHERE unix_micros(triggered_at) BETWEEN {low} AND {high}"
+    return DELIVERY_JOBS.format(low=low, high=high)
+
+
+class Given:
+    """An Activity whose delivery jobs are already computed (`toolkit.metrics.delivery_jobs`,
+    ``jobs``): the queries read them instead of `DELIVERY_JOBS` (its ``notifications`` and
+    ``execution_details`` frames may be lean: only what those queries read of them)."""
+
+    def __init__(self, activity: Any, jobs: pd.DataFrame):
+        self.activity, self.jobs, self.attrs = activity, jobs, dict(activity.attrs)
+
+    def _bounds(self, after: Any, before: Any):
+        if after is None and before is None:
+            return None, None
+        return _activity_window(self.activity, after, before)
+
+    def _relations(self, start: Any, end: Any):
+        from toolkit import engines
+
+        frames = {"notifications": self.activity.notifications,
+                  "execution_details": self.activity.execution_details, "given_jobs": self.jobs}  # fmt: skip
+        return engines.relations(None, frames=frames)
 
 
 def _micros(at: pd.Timestamp | None, default: int) -> int:
@@ -420,3 +633,58 @@ def _activity_window(activity: Any, after: Any, before: Any):
     now = activity.attrs.get("before") or (created.max() if len(created) else pd.Timestamp.now("UTC"))  # fmt: skip
     start, end = resolve_window(after, before, now=pd.Timestamp(now).to_pydatetime())
     return (None if start is None else pd.Timestamp(start)), pd.Timestamp(end)
+
+
+def _scanned(source, start, end, slow_above: pd.DataFrame, engine: str) -> str:
+    """The ``WITH`` clause defining ``scanned`` (`SCANNED_JOBS`) of the window, with the slow
+    thresholds of ``slow_above`` inlined."""
+    thresholds = [
+        f"SELECT {_quote(row.channel, engine)} AS channel, {_quote(row.provider_id, engine)}"
+        f" AS provider_id, CAST({float(row.slow_above)!r}E0 AS DOUBLE) AS slow_above"
+        for row in slow_above.itertuples()
+        if not pd.isna(row.provider_id) and not pd.isna(row.slow_above)
+    ] if len(slow_above) else []  # fmt: skip
+    thresholds = " UNION ALL ".join(thresholds) or (
+        "SELECT CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
+        " CAST(NULL AS DOUBLE) AS slow_above WHERE 1 = 0"
+    )
+    return (
+        f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}), slow_above AS ({thresholds}),"
+        f" scanned AS ({SCANNED_JOBS})"
+    )
+
+
+def _bucket(column: str, origin: pd.Timestamp, step: pd.Timedelta, count: int) -> str:
+    micros = step // pd.Timedelta(microseconds=1)
+    index = f"floor((unix_micros({column}) - {_micros(origin, 0)}) / {micros})"
+    return f"CAST(greatest(0, least({count - 1}, coalesce({index}, 0))) AS BIGINT)"
+
+
+def _quote(value: Any, engine: str) -> str:
+    """``value`` as a string literal of ``engine``'s dialect (NULL when missing)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return "CAST(NULL AS STRING)"
+    text = str(value)
+    if engine == "duckdb":
+        return "'" + text.replace("'", "''") + "'"
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _condition(one: dict[str, Any], engine: str) -> str:
+    parts = []
+    for name, value in one.items():
+        if name == "at":
+            column = one.get("column", "scan_at")
+            low, high = value
+            if low is not None:
+                parts.append(f"unix_micros({column}) >= {_micros(low, 0)}")
+            if high is not None:
+                parts.append(f"unix_micros({column}) < {_micros(high, 0)}")
+        elif name == "among":
+            column, values = value
+            listed = ", ".join(_quote(v, engine) for v in values)
+            parts.append(f"{column} IN ({listed})" if listed else "false")
+        elif name != "column":
+            is_missing = value is None or value is pd.NA
+            parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_quote(value, engine)}")
+    return " AND ".join(parts) or "true"

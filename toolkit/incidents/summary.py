@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -55,10 +56,11 @@ def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
+def rows_frame(rows: list[dict], jobs: pd.DataFrame, payload: Callable[[str], str | None],
                checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
-    """The incidents frame of the kept candidate ``rows``, sorted by impact."""
-    records = [_record(row, jobs, details) for row in rows]
+    """The incidents frame of the kept candidate ``rows`` (positions in the fetched ``jobs``),
+    sorted by impact; ``payload(job_id)`` gives a job's last failed attempt's raw payload."""
+    records = [_record(row, jobs, payload) for row in rows]
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     frame = frame.astype({k: v for k, v in COLUMNS.items() if k != "workflows"})
     frame = frame.sort_values(
@@ -69,7 +71,7 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
     return frame
 
 
-def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, Any]:
+def _record(row: dict, jobs: pd.DataFrame, payload: Callable) -> dict[str, Any]:
     hit = jobs.iloc[row["affected"]]
     keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
@@ -102,7 +104,7 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
         "notifications": notifications,
         "subscribers": subscribers,
         "workflows": workflows,
-        "example_error": _example(hit, code, details) if code else None,
+        "example_error": _example(hit, code, payload) if code else None,
         "providers": row.get("providers")
         or ([keys["provider_id"]] if keys.get("provider_id") else []),
     }
@@ -112,24 +114,21 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
     return record
 
 
-def _example(hit: pd.DataFrame, code: str | None, details: pd.DataFrame) -> str | None:
+def _example(hit: pd.DataFrame, code: str | None, payload: Callable) -> str | None:
     """The provider's own payload of the incident's first failure, secrets masked."""
     failing = hit[hit["met_failure"].to_numpy()]
     if code is not None:
         failing = failing[failing["error_code"].astype("string").eq(code).fillna(False)]
     if failing.empty:
         return None
-    job_id = failing["job_id"].iloc[0]
-    mine = details[details["job_id"].astype("string").eq(job_id).fillna(False)]
-    mine = mine[mine["status"].astype("string").eq("Failed").fillna(False)]
-    raw = mine["raw"].dropna()
-    if raw.empty:
+    raw = payload(failing["job_id"].iloc[0])
+    if raw is None:
         text = failing["error_text"].iloc[0]
         return None if pd.isna(text) else str(text)
     try:
-        return json.dumps(scrub(json.loads(raw.iloc[-1])))
+        return json.dumps(scrub(json.loads(raw)))
     except (TypeError, ValueError):
-        return str(scrub(raw.iloc[-1]))
+        return str(scrub(raw))
 
 
 def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
