@@ -33,7 +33,7 @@ __all__ = [
     "detail_counts",
     "SCAN_COUNTS",
     "SCANNED_JOBS",
-    "failure_payload",
+    "failure_payloads",
     "group_counts",
     "scan_counts",
     "scan_reference",
@@ -511,17 +511,22 @@ def group_counts(
     return frame
 
 
-def failure_payload(source: Any, *, after=None, before=None, job_id: str) -> str | None:
-    """The raw payload of job ``job_id``'s last Failed execution detail (None: none)."""
+def failure_payloads(
+    source: Any, *, after=None, before=None, job_ids: Sequence[str]
+) -> dict[str, str]:
+    """The raw payload of each job's last Failed execution detail (jobs without one left out)."""
+    if not len(job_ids):
+        return {}
     with _window_of(source, after, before) as (rel, start, end):
+        listed = ", ".join(_quote(job_id, rel.engine) for job_id in job_ids)
         table = rel.query(
-            "SELECT raw FROM execution_details WHERE notification_id IN (SELECT notification_id"
-            " FROM notifications WHERE unix_micros(created_at) BETWEEN"
-            f" {_micros(start, -(2**62))} AND {_micros(end, 2**62)})"
-            f" AND job_id = {_quote(job_id, rel.engine)} AND CAST(status AS STRING) = 'Failed'"
-            " AND raw IS NOT NULL ORDER BY created_at DESC LIMIT 1"
+            "SELECT job_id, raw, created_at FROM execution_details WHERE notification_id IN"
+            " (SELECT notification_id FROM notifications WHERE unix_micros(created_at) BETWEEN"
+            f" {_micros(start, -(2**62))} AND {_micros(end, 2**62)}) AND job_id IN ({listed})"
+            " AND CAST(status AS STRING) = 'Failed' AND raw IS NOT NULL"
         )
-    return table.column(0)[0].as_py() if table.num_rows else None
+    frame = table.to_pandas().sort_values("created_at", kind="stable")
+    return dict(zip(frame["job_id"].astype(str), frame["raw"].astype(str), strict=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,12 +540,18 @@ def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None, source:
 
 
 class Given:
-    """An Activity whose delivery jobs are already computed (`toolkit.metrics.delivery_jobs`,
-    ``jobs``): the queries read them instead of `DELIVERY_JOBS` (its ``notifications`` and
-    ``execution_details`` frames may be lean: only what those queries read of them)."""
+    """An Activity whose delivery jobs are computed already (`delivery_job_rows`, or
+    `toolkit.metrics.delivery_jobs`: ``jobs``): queries read those rows instead of running
+    `DELIVERY_JOBS` again, and its frames are converted for the engine once (its
+    ``notifications`` and ``execution_details`` may be lean: what those queries read)."""
 
-    def __init__(self, activity: Any, jobs: pd.DataFrame):
-        self.activity, self.jobs, self.attrs = activity, jobs, dict(activity.attrs)
+    def __init__(self, activity: Any, jobs: pd.DataFrame | pa.Table | None = None):
+        self.activity, self.attrs = activity, dict(activity.attrs)
+        if jobs is None:
+            with _window_of(activity, None, None) as (rel, start, end):
+                jobs = rel.query(_delivery_jobs(start, end))
+        self.jobs = jobs
+        self._tables: dict[str, pa.Table] = {}
 
     def _bounds(self, after: Any, before: Any):
         if after is None and before is None:
@@ -550,9 +561,12 @@ class Given:
     def _relations(self, start: Any, end: Any):
         from toolkit import engines
 
-        frames = {"notifications": self.activity.notifications,
-                  "execution_details": self.activity.execution_details, "given_jobs": self.jobs}  # fmt: skip
-        return engines.relations(None, frames=frames)
+        for name, frame in (("notifications", self.activity.notifications),
+                            ("execution_details", self.activity.execution_details),
+                            ("given_jobs", self.jobs)):  # fmt: skip
+            if name not in self._tables:
+                self._tables[name] = engines._arrow(frame)
+        return engines.relations(None, frames=self._tables)
 
 
 def _micros(at: pd.Timestamp | None, default: int) -> int:

@@ -81,7 +81,7 @@ def relations(
     root: str | None = None,
     days: tuple[str, str] | None = None,
     chosen: pa.Table | None = None,
-    frames: dict[str, pd.DataFrame] | None = None,
+    frames: dict[str, pd.DataFrame | pa.Table] | None = None,
 ) -> Iterator[Relations]:
     """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
     ``files`` by table (DuckDB; only the notifications whose ids ``chosen`` holds, when given), or a
@@ -160,8 +160,10 @@ def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
     return Relations("spark", run)
 
 
-def _arrow(frame: pd.DataFrame) -> pa.Table:
+def _arrow(frame: pd.DataFrame | pa.Table) -> pa.Table:
     """A frame as Arrow for DuckDB: object columns (payloads, lists) are left out."""
+    if isinstance(frame, pa.Table):
+        return frame
     kept = frame[
         [name for name, dtype in frame.dtypes.items() if not pd.api.types.is_object_dtype(dtype)]
     ]

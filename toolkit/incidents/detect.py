@@ -133,7 +133,7 @@ def find_incidents(
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     if jobs is None:
         _check_source(source)
-    else:  # computed already (older calls): read instead of the definition's
+    if not _is_store(source):  # its delivery jobs computed once, read by every query below
         source = engine_counts.Given(source, jobs)
     window = {"after": after, "before": before}
     reference = engine_counts.scan_reference(source, **window, quantile=tables.SLOW_QUANTILE)
@@ -143,9 +143,7 @@ def find_incidents(
     checked = {"kinds": list(wanted), "jobs": total, "after": after, "before": before}
     if not total or after is None:
         return empty("no delivery jobs in the activity", checked)
-    base_reference, history = _baseline(baseline, after)
-    if base_reference is None:
-        baseline = None  # counts or a store: the volume's history only
+    baseline, base_reference, history = _baseline(baseline, after)  # counts, a store: volume only
     step = _freq(freq, before - after)
     grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
@@ -205,7 +203,7 @@ def find_incidents(
     rows += moved
     if not rows:
         return empty("no period of any group departs from its baseline", checked)
-    return rows_frame(rows, found.jobs, found.failure_payload, checked)
+    return rows_frame(rows, found.jobs, found.failure_payloads, checked)
 
 
 # -- parameters and the window ---------------------------------------------------------------
@@ -231,10 +229,14 @@ def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.number)
 
 
-def _check_source(source: Any) -> None:
+def _is_store(source: Any) -> bool:
     from toolkit.store import Store
 
-    if not isinstance(source, Store):
+    return isinstance(source, Store)
+
+
+def _check_source(source: Any) -> None:
+    if not _is_store(source):
         metrics.check_activity(source)
 
 
@@ -259,22 +261,27 @@ def _window(source: Any, after: Any, before: Any, reference: pd.DataFrame):
     return min(bounds[0], first), max(bounds[1], last)
 
 
-def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, tuple]:
-    """The baseline's `toolkit.counts.scan_reference` (an Activity: also the failure scans'
-    baseline and slow thresholds) and the volume's history: ``(counts, (after, before))``
+def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | None, tuple]:
+    """An Activity baseline (the failure scans' baseline; None for others) and its
+    `toolkit.counts.scan_reference` (the slow thresholds), and the volume's history:
+    ``(counts, (after, before))``
     (`toolkit.delivery_counts` by `season.CELL`, hourly), or ``()`` when there is none. A store
     gives the `HISTORY` before the window that it holds."""
     from toolkit.store import Store
 
     if baseline is None:
-        return None, ()
+        return None, None, ()
     if isinstance(baseline, Store):  # what it holds of the weeks before (none: a fallback)
         first, watermark = baseline.window
         if first is None or first >= after:
-            return None, (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after))
+            return (
+                None,
+                None,
+                (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after)),
+            )
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
-        return None, (counts, (start, end))
+        return None, None, (counts, (start, end))
     if isinstance(baseline, pd.DataFrame):
         if (
             not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)
@@ -283,14 +290,16 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, 
             raise ParameterError("baseline", f"a frame with columns {list(baseline.columns)[:8]}",
                                  "an Activity, a Store, or toolkit.delivery_counts(..., "
                                  f"freq='1h', by={list(season.CELL)})")  # fmt: skip
-        return None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
+        return None, None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
     try:
-        reference = engine_counts.scan_reference(baseline, quantile=tables.SLOW_QUANTILE)
+        metrics.check_activity(baseline)
     except ParameterError as error:
         raise ParameterError("baseline", error.value, error.allowed) from None
+    given = engine_counts.Given(baseline)
+    reference = engine_counts.scan_reference(given, quantile=tables.SLOW_QUANTILE)
     at = pd.DatetimeIndex([reference["first_trigger"].min(), reference["last_trigger"].max()])
-    counts = delivery_counts(baseline, by=season.CELL)
-    return reference, (counts, _span(baseline.attrs, at.dropna()))
+    counts = delivery_counts(given, by=season.CELL)
+    return given, reference, (counts, _span(baseline.attrs, at.dropna()))
 
 
 def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:
@@ -337,12 +346,16 @@ def _ordered(keys) -> list[tuple]:
 def _matrix(frame: pd.DataFrame, keys: tuple[str, ...], column: str, width: int):
     """``column`` summed per combination of ``keys`` (the sorted key tuples) and bucket."""
     frame = frame[frame[column].to_numpy() > 0]
-    tuples = [_keyed(row) for row in frame[list(keys)].itertuples(index=False)] if keys else [()] * len(frame)  # fmt: skip
-    found = _ordered(set(tuples))
-    number = {key: n for n, key in enumerate(found)}
+    if keys:  # group numbers in order of first appearance, then those groups' keys
+        number = frame.groupby(list(keys), dropna=False, sort=False).ngroup().to_numpy()
+        tuples = [_keyed(row) for row in frame[list(keys)].drop_duplicates().itertuples(False)]
+    else:
+        number, tuples = np.zeros(len(frame), dtype="int64"), [()] * bool(len(frame))
+    found = _ordered(tuples)
+    rank = {key: n for n, key in enumerate(found)}
     out = np.zeros((len(found), width), dtype="int64")
     if len(frame):
-        at = np.fromiter((number[key] for key in tuples), dtype="int64", count=len(tuples))
+        at = np.array([rank[key] for key in tuples], dtype="int64")[number]
         np.add.at(out, (at, frame["bucket"].to_numpy("int64")), frame[column].to_numpy("int64"))
     return found, out
 
@@ -373,7 +386,7 @@ class _Found:
             }  # fmt: skip
         self.scans: dict[str, Scan] = {}
         self.keys: dict[str, tuple[list[tuple], list[tuple]]] = {}
-        self.jobs = tables.job_table(self._rows([]), grid)
+        self.jobs: pd.DataFrame = None  # the fetched rows (`fetch`)
         self.notes, self.notifications = None, None
         self.groups: dict[str, tables.Groups] = {}
         self.index: dict[str, tuple[dict, dict]] = {}
@@ -547,16 +560,24 @@ class _Found:
         own = groups.members[row["group"]]
         return own[(own >= row["first"]) & (own <= row["last"])]
 
-    def sent_again(self, row: dict, subscribers) -> pd.DataFrame:
-        """The jobs of the row's (channel, provider) to ``subscribers`` from its start on."""
-        keys = row["keys"]
-        where = {"channel": keys["channel"], "provider_id": keys["provider_id"],
-                 "at": (row["start"], None), "among": ("subscriber_id", list(subscribers))}  # fmt: skip
-        return self._rows([where])
+    def sent_again(self, rows: list[dict]) -> None:
+        """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
+        hit from its start on (``row["again"]``): whether they succeed again."""
+        rows = [row for row in rows if row["scan"] == "code"]
+        where = [{"channel": row["keys"]["channel"], "provider_id": row["keys"]["provider_id"],
+                  "at": (row["start"], None), "among": ("subscriber_id", list(
+                      self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique()))}
+                 for row in rows]  # fmt: skip
+        if not where:
+            return
+        fetched = self._rows(where)
+        for row, one in zip(rows, where, strict=True):
+            mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
+            row["again"] = fetched[mine & fetched["subscriber_id"].isin(one["among"][1]).to_numpy()]
 
-    def failure_payload(self, job_id: str) -> str | None:
-        """The provider's own payload of the job's last Failed attempt."""
-        return engine_counts.failure_payload(self.source, **self.window, job_id=job_id)
+    def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
+        """The provider's own payload of each job's last Failed attempt."""
+        return engine_counts.failure_payloads(self.source, **self.window, job_ids=job_ids)
 
 
 def _counted(name: str) -> tuple[str, str]:
@@ -621,6 +642,8 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         row["affected"] = found.affected(row)
         if row["scan"] == "provider":
             _to_its_cause(found, row)
+    found.sent_again(candidates)
+    for row in candidates:
         row["kind"] = _kind(found, row, outage_rate)
         events = (
             row["affected"]
@@ -761,10 +784,10 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         others = others[others["tried"].to_numpy()]
         concentrated = len(others) and others["met_failure"].mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
-    return "stale_credentials" if _stale(found, row, hit) else "error_spike"
+    return "stale_credentials" if _stale(row, hit) else "error_spike"
 
 
-def _stale(found: _Found, row: dict, hit: pd.DataFrame) -> bool:
+def _stale(row: dict, hit: pd.DataFrame) -> bool:
     """A lasting token/credential error, refused for good (not retried): the subscribers it hit
     do not succeed again on that provider (at most a fifth of those sent to again); when fewer
     than 3 were sent to again,
@@ -772,7 +795,7 @@ def _stale(found: _Found, row: dict, hit: pd.DataFrame) -> bool:
     succeeded again (or it lasts to the end of the window)."""
     if hit["retried"].mean() >= MOST:
         return False  # the service retries it: a provider failing, not a credential refused
-    later = found.sent_again(row, hit["subscriber_id"].dropna().unique())
+    later = row["again"]
     first_hit = pd.Series(hit["at"].array.asi8).groupby(hit["subscriber_id"].to_numpy()).min()
     after = later[later["at"].array.asi8 > later["subscriber_id"].map(first_hit).to_numpy()]
     people = after["subscriber_id"].nunique()
