@@ -183,6 +183,7 @@ def _day_tables(rng, created, ids) -> list[pa.Table]:
         "retry_count": np.zeros(m, int),
         "error_text": np.where(failed, "Unreachable destination handset", None),
         "error_code": code, "subscriber_id": notifications["subscriber_id"][parent],
+        "workflow": notifications["workflow_identifier"][parent],
     }  # fmt: skip
     k = np.repeat(np.arange(m), 2)
     second = np.tile([False, True], m)

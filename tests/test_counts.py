@@ -204,13 +204,57 @@ def test_a_stopped_spark_session_is_refused(store_path, spark):
         toolkit.open_store(store_path, engine=spark)
 
 
-def test_a_store_written_before_the_jobs_workflow_column_is_read_as_it_is(store_path, tmp_path):
+def _older(store_path, copy):
+    """A copy of the store as an older version wrote it: jobs without workflow and facts."""
     import pyarrow.parquet as pq
 
-    old = tmp_path / "old"
-    shutil.copytree(store_path, old)
-    for path in (old / "jobs").glob("*/*.parquet"):
-        pq.write_table(pq.read_table(path).drop_columns(["workflow"]), path)
+    shutil.copytree(store_path, copy)
+    for path in (copy / "jobs").glob("*/*.parquet"):
+        pq.write_table(pq.read_table(path).drop_columns(["workflow", *counts.FACTS]), path)
+    return copy
+
+
+def test_a_store_written_by_an_older_version_is_read_as_it_is(store_path, tmp_path):
+    old = _older(store_path, tmp_path / "old")
     expected = toolkit.delivery_counts(toolkit.open_store(store_path))
     pd.testing.assert_frame_equal(toolkit.delivery_counts(toolkit.open_store(old)), expected)
     assert "workflow" not in toolkit.open_store(old).read().jobs.columns
+
+
+def test_the_next_sync_upgrades_an_older_store_and_says_so(sandbox, store_path, tmp_path):
+    import pyarrow.parquet as pq
+
+    from toolkit.store import layout
+
+    old = _older(store_path, tmp_path / "old")
+    before = toolkit.open_store(old).read()
+    settled = toolkit.open_store(old).window[1] - pd.Timedelta("2h")  # not read again by sync
+    expected = toolkit.delivery_counts(toolkit.open_store(store_path), before=settled)
+    result = toolkit.sync(connect(sandbox=sandbox, progress=False), old)
+    days = len(layout.days_held(old))
+    assert result.upgraded == days > 0
+    assert str(result).splitlines()[-1] == (
+        f"{old}: upgraded {days} day(s) written by an older version to today's layout"
+        " (jobs keep their workflow and delivery facts; rows unchanged)"
+    )
+    held = pq.read_table(sorted((old / "jobs").glob("*/*.parquet"))[0])
+    assert {"workflow", *counts.FACTS} <= set(held.column_names)
+    pd.testing.assert_frame_equal(
+        toolkit.delivery_counts(toolkit.open_store(old), before=settled), expected
+    )
+    after = toolkit.open_store(old).read(before=settled)
+    assert (
+        after.notifications["notification_id"].isin(before.notifications["notification_id"]).all()
+    )
+    assert toolkit.sync(connect(sandbox=sandbox, progress=False), old).upgraded == 0
+
+
+def test_stored_facts_are_the_facts_the_three_tables_give(store_path, tmp_path):
+    old = _older(store_path, tmp_path / "old")
+    for by in (None, ["workflow", "final_status"]):
+        stored = toolkit.delivery_counts(toolkit.open_store(store_path), by=by)
+        computed = toolkit.delivery_counts(toolkit.open_store(old), by=by)
+        pd.testing.assert_frame_equal(stored, computed)
+    rows = toolkit.metrics.delivery_jobs(toolkit.open_store(store_path))
+    joined = toolkit.metrics.delivery_jobs(toolkit.open_store(old))
+    pd.testing.assert_frame_equal(rows, joined)

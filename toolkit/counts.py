@@ -28,6 +28,8 @@ __all__ = [
     "DEFAULT_BY",
     "DIMENSIONS",
     "DELIVERY_JOBS",
+    "FACTS",
+    "JOB_FACTS",
     "delivery_counts",
     "delivery_job_rows",
     "detail_counts",
@@ -64,14 +66,18 @@ OUTCOME = (
     f" WHEN final_status IN ({_listed(_NOT_SENT)}) THEN 'not_sent' ELSE 'in_flight' END"
 )
 
-#: The delivery jobs of the notifications created in ``[{low}, {high}]`` (epoch microseconds):
-#: one row per job of a channel type (digest and delay steps are not deliveries), with what
-#: every measure reads. Written in the SQL that DuckDB and Spark share.
-DELIVERY_JOBS = f"""
+#: A job's delivery facts, the columns a store keeps on its jobs (`toolkit.store.layout.FACTS`):
+#: when its notification was triggered, the recipient's email domain, its first ``Success``
+#: execution detail and how many of its attempts failed.
+FACTS = ("triggered_at", "domain", "delivered_at", "failed_attempts")
+
+#: The jobs of the notifications created in ``[{low}, {high}]`` (epoch microseconds) with their
+#: `FACTS`, from the three tables (a job's subscriber and workflow are its notification's).
+JOB_FACTS = """
 WITH selected AS (
   SELECT notification_id, created_at, subscriber_id, workflow_identifier, subscriber_email
   FROM notifications
-  WHERE unix_micros(created_at) BETWEEN {{low}} AND {{high}}
+  WHERE unix_micros(created_at) BETWEEN {low} AND {high}
 ), steps AS (
   SELECT job_id,
          min(CASE WHEN CAST(status AS STRING) = 'Success' THEN created_at END) AS first_success_at,
@@ -79,24 +85,42 @@ WITH selected AS (
   FROM execution_details
   WHERE notification_id IN (SELECT notification_id FROM selected)
   GROUP BY job_id
-), jobs_of_window AS (
-  SELECT j.job_id, j.notification_id, n.subscriber_id, n.workflow_identifier AS workflow,
-         CAST(j.type AS STRING) AS channel, j.provider_id, n.created_at AS triggered_at,
-         j.first_execution_at AS started_at, j.last_execution_at AS ended_at,
-         CAST(j.final_status AS STRING) AS final_status, j.error_code, j.error_text,
-         CASE WHEN CAST(j.type AS STRING) = 'email' THEN NULLIF(regexp_extract(
-           lower(trim(n.subscriber_email)), '@([^@ ]+)$', 1), '') END AS domain,
-         (unix_micros(s.first_success_at) - unix_micros(n.created_at)) / 1e6 AS time_to_deliver_s,
-         (unix_micros(s.first_success_at) - unix_micros(j.first_execution_at)) / 1e6
-           AS time_to_send_s,
-         CAST(j.duration_s AS DOUBLE) AS job_duration_s,
-         CAST(coalesce(s.failed_attempts, 0) AS BIGINT) AS failed_attempts
-  FROM jobs j
-  JOIN selected n ON j.notification_id = n.notification_id
-  LEFT JOIN steps s ON s.job_id = j.job_id
-  WHERE CAST(j.type AS STRING) IN ({_listed(CHANNELS)})
 )
-SELECT *, {OUTCOME} AS outcome FROM jobs_of_window
+SELECT j.job_id, j.notification_id, n.subscriber_id, n.workflow_identifier AS workflow, j.type,
+       j.provider_id, j.first_execution_at, j.last_execution_at, j.final_status, j.error_code,
+       j.error_text, j.duration_s, n.created_at AS triggered_at,
+       CASE WHEN CAST(j.type AS STRING) = 'email' THEN NULLIF(regexp_extract(
+         lower(trim(n.subscriber_email)), '@([^@ ]+)$', 1), '') END AS domain,
+       s.first_success_at AS delivered_at,
+       CAST(coalesce(s.failed_attempts, 0) AS BIGINT) AS failed_attempts
+FROM jobs j
+JOIN selected n ON j.notification_id = n.notification_id
+LEFT JOIN steps s ON s.job_id = j.job_id
+"""
+
+#: `JOB_FACTS` of a store whose jobs keep their facts: one table read, no join.
+STORED_FACTS = """
+SELECT job_id, notification_id, subscriber_id, workflow, type, provider_id, first_execution_at,
+       last_execution_at, final_status, error_code, error_text, duration_s, triggered_at, domain,
+       delivered_at, failed_attempts
+FROM jobs
+WHERE unix_micros(triggered_at) BETWEEN {low} AND {high}
+"""
+
+#: The delivery jobs of a window from its jobs' facts (``{facts}``: `JOB_FACTS` or
+#: `STORED_FACTS`): one row per job of a channel type (digest and delay steps are not
+#: deliveries), with what every measure reads. Written in the SQL that DuckDB and Spark share.
+DELIVERY_JOBS = f"""
+WITH facts AS ({{facts}})
+SELECT job_id, notification_id, subscriber_id, workflow, CAST(type AS STRING) AS channel,
+       provider_id, triggered_at, first_execution_at AS started_at, last_execution_at AS ended_at,
+       CAST(final_status AS STRING) AS final_status, error_code, error_text, domain,
+       (unix_micros(delivered_at) - unix_micros(triggered_at)) / 1e6 AS time_to_deliver_s,
+       (unix_micros(delivered_at) - unix_micros(first_execution_at)) / 1e6 AS time_to_send_s,
+       CAST(duration_s AS DOUBLE) AS job_duration_s, failed_attempts,
+       {OUTCOME.replace("final_status", "CAST(final_status AS STRING)")} AS outcome
+FROM facts
+WHERE CAST(type AS STRING) IN ({_listed(CHANNELS)})
 """
 
 #: The counts of `delivery_counts`, each a number of delivery jobs (see `delivery_counts`).
@@ -197,7 +221,9 @@ def delivery_counts(
             table = rel.query(f"WITH delivery_jobs AS (SELECT * FROM jobs_frame{within}) {sql}")
     else:
         with _window_of(source, after, before) as (rel, start, end):
-            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) {sql}")
+            table = rel.query(
+                f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) {sql}"
+            )
     frame = _typed(table, dimensions)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
     frame.attrs = {
@@ -276,7 +302,7 @@ def summary(
         if unknown:
             raise ParameterError("by", by, f"dimensions from {list(DIMENSIONS)}")
         with _window_of(data, after, before) as (rel, start, end):
-            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end)}) {sql}")
+            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel)}) {sql}")
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
@@ -313,8 +339,7 @@ def detail_counts(source: Any, *, after=None, before=None, freq: str = "1h") -> 
     micros = step // pd.Timedelta(microseconds=1)
     with _window_of(source, after, before) as (rel, start, end):
         chosen = "" if start is None and end is None else (
-            "WHERE notification_id IN (SELECT notification_id FROM notifications WHERE "
-            f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)})"
+            f"WHERE {rel.in_window(_micros(start, -(2**62)), _micros(end, 2**62))}"
         )  # fmt: skip
         table = rel.query(
             f"SELECT CAST(floor(unix_micros(created_at) / {micros}) AS BIGINT) * {micros}"
@@ -335,7 +360,7 @@ def delivery_job_rows(source: Any, *, after=None, before=None) -> pa.Table:
     detail, else the trigger), then job id: the order the incident finder scans them in."""
     with _window_of(source, after, before) as (rel, start, end):
         return rel.query(
-            f"SELECT * FROM ({_delivery_jobs(start, end)})"
+            f"SELECT * FROM ({_delivery_jobs(start, end, rel)})"
             " ORDER BY coalesce(started_at, triggered_at), job_id"
         )
 
@@ -364,7 +389,7 @@ def window_rows(
     with _window_of(source, after, before) as (rel, start, end):
         window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
         chosen = window if table == "notifications" else (
-            f"notification_id IN (SELECT notification_id FROM notifications WHERE {window})"
+            rel.in_window(_micros(start, -(2**62)), _micros(end, 2**62))
         )  # fmt: skip
         return rel.query(
             f"SELECT {', '.join(columns)} FROM {table} WHERE {chosen}"
@@ -386,7 +411,7 @@ def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.
     none was sent): what the incident scans' grid and slow threshold are set from."""
     with _window_of(source, after, before) as (rel, start, end):
         table = rel.query(
-            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) "
+            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
             "SELECT channel, provider_id, CAST(count(*) AS BIGINT) AS jobs,"
             f" min({AT}) AS first_at, max({AT}) AS last_at,"
             " min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger,"
@@ -414,7 +439,7 @@ def scan_counts(
     keys = "channel, provider_id, error_code, domain"
     with _window_of(source, after, before) as (rel, start, end):
         table = rel.query(
-            f"{_scanned(source, start, end, slow_above, rel.engine)} SELECT {_bucket(AT, *grid)} AS bucket,"
+            f"{_scanned(source, rel, start, end, slow_above)} SELECT {_bucket(AT, *grid)} AS bucket,"
             f" {keys}, "
             + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in SCAN_COUNTS.items())
             + " FROM scanned GROUP BY 1, 2, 3, 4, 5"
@@ -439,7 +464,7 @@ def sent_counts(
         window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
         sent = f"{_bucket('triggered_at', *grid)} AS bucket"
         table = rel.query(
-            f"{_scanned(source, start, end, empty, rel.engine)}"
+            f"{_scanned(source, rel, start, end, empty)}"
             f" SELECT 'all' AS level, {_bucket('created_at', *grid)} AS bucket,"
             " CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
             " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications"
@@ -474,7 +499,7 @@ def scanned_job_rows(
     with _window_of(source, after, before) as (rel, start, end):
         chosen = " OR ".join(f"({_condition(one, rel.engine)})" for one in where) or "false"
         return rel.query(
-            f"{_scanned(source, start, end, slow_above, rel.engine)}"
+            f"{_scanned(source, rel, start, end, slow_above)}"
             f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
         )
 
@@ -500,7 +525,7 @@ def group_counts(
                 f"max(CASE WHEN {period} THEN triggered_at END) AS last_{n}",
             ]
         table = rel.query(
-            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}) SELECT workflow,"
+            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) SELECT workflow,"
             f" {', '.join(columns)} FROM delivery_jobs GROUP BY workflow"
         )
     frame = table.to_pandas()
@@ -532,11 +557,17 @@ def failure_payloads(
 # --------------------------------------------------------------------------------------------
 
 
-def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None, source: Any = None) -> str:
-    low, high = _micros(start, -(2**62)), _micros(end, 2**62)
+def _delivery_jobs(
+    start: pd.Timestamp | None, end: pd.Timestamp | None, rel: Any = None, source: Any = None
+) -> str:
+    """`DELIVERY_JOBS` of the window, from the facts ``rel``'s jobs keep if they do (``source``
+    `Given`: the rows it holds)."""
     if isinstance(source, Given):  # computed already: the same relation's rows
+        low, high = _micros(start, -(2**62)), _micros(end, 2**62)
         return f"SELECT * FROM given_jobs WHERE unix_micros(triggered_at) BETWEEN {low} AND {high}"
-    return DELIVERY_JOBS.format(low=low, high=high)
+    facts = STORED_FACTS if getattr(rel, "facts_stored", False) else JOB_FACTS
+    window = {"low": _micros(start, -(2**62)), "high": _micros(end, 2**62)}
+    return DELIVERY_JOBS.format(facts=facts.format(**window))
 
 
 class Given:
@@ -549,7 +580,7 @@ class Given:
         self.activity, self.attrs = activity, dict(activity.attrs)
         if jobs is None:
             with _window_of(activity, None, None) as (rel, start, end):
-                jobs = rel.query(_delivery_jobs(start, end))
+                jobs = rel.query(_delivery_jobs(start, end, rel))
         self.jobs = jobs
         self._tables: dict[str, pa.Table] = {}
 
@@ -649,11 +680,11 @@ def _activity_window(activity: Any, after: Any, before: Any):
     return (None if start is None else pd.Timestamp(start)), pd.Timestamp(end)
 
 
-def _scanned(source, start, end, slow_above: pd.DataFrame, engine: str) -> str:
+def _scanned(source, rel, start, end, slow_above: pd.DataFrame) -> str:
     """The ``WITH`` clause defining ``scanned`` (`SCANNED_JOBS`) of the window, with the slow
     thresholds of ``slow_above`` inlined."""
     thresholds = [
-        f"SELECT {_quote(row.channel, engine)} AS channel, {_quote(row.provider_id, engine)}"
+        f"SELECT {_quote(row.channel, rel.engine)} AS channel, {_quote(row.provider_id, rel.engine)}"
         f" AS provider_id, CAST({float(row.slow_above)!r}E0 AS DOUBLE) AS slow_above"
         for row in slow_above.itertuples()
         if not pd.isna(row.provider_id) and not pd.isna(row.slow_above)
@@ -663,7 +694,7 @@ def _scanned(source, start, end, slow_above: pd.DataFrame, engine: str) -> str:
         " CAST(NULL AS DOUBLE) AS slow_above WHERE 1 = 0"
     )
     return (
-        f"WITH delivery_jobs AS ({_delivery_jobs(start, end, source)}), slow_above AS ({thresholds}),"
+        f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}), slow_above AS ({thresholds}),"
         f" scanned AS ({SCANNED_JOBS})"
     )
 
@@ -702,3 +733,25 @@ def _condition(one: dict[str, Any], engine: str) -> str:
             is_missing = value is None or value is pd.NA
             parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_quote(value, engine)}")
     return " AND ".join(parts) or "true"
+
+
+def with_facts(notifications: pa.Table, jobs: pa.Table, details: pa.Table) -> pa.Table:
+    """``jobs`` with their `FACTS` (computed by `JOB_FACTS` over the three tables, in DuckDB)
+    appended, in their order: what a store keeps (`toolkit.store.layout.write_day`)."""
+    from toolkit import engines
+    from toolkit.store.layout import FACT_SCHEMA
+
+    jobs = jobs.drop_columns([name for name in FACTS if name in jobs.column_names])
+    numbered = jobs.append_column("_row", pa.array(np.arange(jobs.num_rows, dtype="int64")))
+    frames = {"notifications": notifications, "jobs": numbered, "execution_details": details}
+    with engines.relations(None, frames=frames) as rel:
+        facts = rel.query(
+            f"SELECT {', '.join('f.' + name for name in FACTS)} FROM jobs r"
+            f" LEFT JOIN ({JOB_FACTS.format(low=-(2**62), high=2**62)}) f ON f.job_id = r.job_id"
+            " ORDER BY r._row"
+        )
+    if facts.num_rows != jobs.num_rows:
+        raise ValueError("a job id is repeated in one day's jobs")
+    for field in FACT_SCHEMA:
+        jobs = jobs.append_column(field, facts[field.name].cast(field.type))
+    return jobs

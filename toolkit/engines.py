@@ -36,10 +36,29 @@ class Relations:
 
     engine: str
     run: Any  # (sql) -> pyarrow.Table
+    #: The jobs keep their delivery facts (`toolkit.counts.FACTS`): a store's, written so.
+    facts_stored: bool = False
+    #: The tables are a store's, partitioned by their notification's day (``created_date``).
+    partitioned: bool = False
 
     def query(self, sql: str) -> pa.Table:
         """``sql`` over the tables, as an Arrow table."""
         return self.run(sql)
+
+    def in_window(self, low: int, high: int) -> str:
+        """A condition on a table's rows: their notification was created in ``[low, high]``
+        (epoch microseconds). On a store, only the first and last days' notifications are
+        looked up: the days between are whole (a row lives in its notification's day)."""
+        created = f"unix_micros(created_at) BETWEEN {low} AND {high}"
+        if not self.partitioned:
+            return f"notification_id IN (SELECT notification_id FROM notifications WHERE {created})"
+        first, last = (pd.Timestamp(us, unit="us", tz="UTC").strftime("%Y-%m-%d") for us in (max(low, 0), min(high, 2**62 // 1000)))  # fmt: skip
+        edges = f"created_date IN (DATE '{first}', DATE '{last}')"
+        return (
+            f"(created_date > DATE '{first}' AND created_date < DATE '{last}'"
+            f" OR {edges} AND notification_id IN"
+            f" (SELECT notification_id FROM notifications WHERE {edges} AND {created}))"
+        )
 
 
 def check_engine(engine: Any) -> Any:
@@ -82,16 +101,21 @@ def relations(
     days: tuple[str, str] | None = None,
     chosen: pa.Table | None = None,
     frames: dict[str, pd.DataFrame | pa.Table] | None = None,
+    facts_stored: bool = False,
 ) -> Iterator[Relations]:
     """The tables of ``source``: an Activity (DuckDB over its frames), or a store's Parquet
     ``files`` by table (DuckDB; only the notifications whose ids ``chosen`` holds, when given), or a
     store's ``root`` directory on a SparkSession ``engine`` (its partitions from ``days[0]`` to
-    ``days[1]``); ``frames``: other frames by name (DuckDB)."""
+    ``days[1]``); ``frames``: other frames (or Arrow tables) by name (DuckDB); ``facts_stored``:
+    the store's jobs keep their delivery facts."""
     if engine == "duckdb":
         with _duckdb(source, files, chosen, frames or {}) as rel:
+            rel.facts_stored, rel.partitioned = facts_stored, files is not None and chosen is None
             yield rel
     else:
-        yield _spark(engine, root, days)
+        rel = _spark(engine, root, days)
+        rel.facts_stored, rel.partitioned = facts_stored, True
+        yield rel
 
 
 @contextlib.contextmanager
@@ -101,7 +125,7 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
     with _database(os.getpid()).cursor() as con:  # a cursor: its registrations are its own
         con.execute("SET TimeZone = 'UTC'")
         for name, frame in frames.items():
-            con.register(name, _arrow(frame))
+            con.register(name, frame if isinstance(frame, pa.Table) else _arrow(frame))
         for table in TABLES if activity is not None or files is not None else ():
             if files is None:
                 frame = getattr(activity, table, None)
@@ -144,7 +168,8 @@ def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
 
     for table in TABLES:
         try:
-            frame = spark.read.option("basePath", f"{root}/{table}").parquet(f"{root}/{table}")
+            reader = spark.read.option("basePath", f"{root}/{table}").option("mergeSchema", "true")
+            frame = reader.parquet(f"{root}/{table}")
         except Exception as error:  # noqa: BLE001 (Spark's AnalysisException: a path it cannot read)
             raise StoreError(f"Spark cannot read {root}/{table}: {str(error).splitlines()[0]}") from None  # fmt: skip
         partition = functions.col("created_date")

@@ -44,7 +44,7 @@ from toolkit.store.state import (
 )
 from toolkit.timeutil import parse_duration, parse_time, resolve_window, to_iso
 
-__all__ = ["SyncResult", "persist", "sync"]
+__all__ = ["SyncResult", "persist", "sync", "upgrade"]
 
 #: Days read at once.
 DAYS_AT_ONCE = 4
@@ -67,6 +67,8 @@ class SyncResult:
         Day partitions written.
     resumed : bool
         The run finished a sync that had been interrupted.
+    upgraded : int
+        Days held in an older layout that this run rewrote in today's (`upgrade`).
     """
 
     store: str
@@ -77,15 +79,20 @@ class SyncResult:
     unchanged: int = 0
     days: int = 0
     resumed: bool = False
+    upgraded: int = 0
 
     def __str__(self) -> str:
+        upgraded = (
+            f"\n{self.store}: upgraded {self.upgraded} day(s) written by an older version to"
+            " today's layout (jobs keep their workflow and delivery facts; rows unchanged)"
+        ) if self.upgraded else ""  # fmt: skip
         if self.before is None:
-            return f"{self.store}: already current, nothing read"
+            return f"{self.store}: already current, nothing read{upgraded}"
         resumed = " (finished an interrupted sync)" if self.resumed else ""
         return (
             f"{self.store}: read {to_iso(self.after)} to {to_iso(self.before)}{resumed}:"
             f" {self.added:,} added, {self.updated:,} updated, {self.unchanged:,} unchanged,"
-            f" {self.days} day(s) written"
+            f" {self.days} day(s) written{upgraded}"
         )
 
 
@@ -162,6 +169,7 @@ def sync(
         state.adopt(client)
         state.save(root)
         _clamp_watermark(root, state, now)
+        upgraded = upgrade(root)
         counts = [0, 0, 0, 0]
         checkpoint = Checkpoint.load(root)
         resumed = checkpoint is not None
@@ -181,6 +189,7 @@ def sync(
         unchanged,
         days,
         resumed,
+        upgraded,
     )
 
 
@@ -370,12 +379,32 @@ def _sorted(notifications: pa.Table) -> pa.Table:
 
 
 def _old_day(root: Path, day: str) -> list[pa.Table] | None:
+    """The day's three tables as held, in the frames' columns (without the jobs' facts)."""
     from toolkit.store.reader import read_file
 
     paths = [layout.day_path(root, table, day) for table in layout.TABLES]
     if not all(path.exists() for path in paths):
         return None
-    return [read_file(path) for path in paths]
+    tables = [read_file(path) for path in paths]
+    return [table.select(layout.arrow_schema(name).names) for name, table in zip(layout.TABLES, tables, strict=True)]  # fmt: skip
+
+
+def upgrade(root: Path) -> int:
+    """Rewrite the days held in an older layout (jobs without their workflow or delivery facts,
+    `layout.ADDED_COLUMNS`) in today's, rows unchanged; the number of days rewritten."""
+    from toolkit.store.reader import current_layout, read_file
+
+    upgraded = 0
+    for day in sorted(layout.days_held(root)):
+        if current_layout(layout.day_path(root, "jobs", day)):  # a damaged file is named
+            continue
+        notifications, jobs, details = (read_file(layout.day_path(root, t, day)) for t in layout.TABLES)  # fmt: skip
+        if "workflow" not in jobs.column_names:  # a job's workflow: its notification's
+            ids = pc.index_in(jobs["notification_id"], notifications["notification_id"])
+            jobs = jobs.append_column("workflow", notifications["workflow_identifier"].take(ids))
+        layout.write_day(root, day, [notifications, jobs.select(layout.arrow_schema("jobs").names), details])  # fmt: skip
+        upgraded += 1
+    return upgraded
 
 
 # -- checks ------------------------------------------------------------------------------------

@@ -13,7 +13,10 @@ execution details live in their notification's day. Each file has the columns of
 ``string``, times as ``timestamp[us, UTC]``, counts ``int64``, flags ``bool``, categories as
 dictionary-encoded strings, lists of text as ``list<string>``, and ``payload`` (a JSON object) as
 its JSON text. Rows are in feed order (newest notification first, a notification's jobs and
-details in the service's order). Every day of the window has a file, empty days a zero-row one.
+details in the service's order). After its frame's columns, each job keeps its delivery facts
+(`FACT_SCHEMA`: ``triggered_at``, ``domain``, ``delivered_at``, ``failed_attempts``, defined by
+`toolkit.counts.JOB_FACTS`), so that counting a window reads the jobs alone. Every day of the
+window has a file, empty days a zero-row one.
 
 A partition is replaced whole: written next to its target under a temporary name, flushed to
 disk, then renamed over it, so a reader or a crash never sees half a file.
@@ -44,9 +47,20 @@ SPECS: dict[str, tuple[Column, ...]] = {
     "execution_details": schemas.EXECUTION_DETAILS,
 }
 TABLES = tuple(SPECS)
+#: A job's delivery facts, kept after the jobs frame's columns (`toolkit.counts.FACTS`, computed
+#: by `toolkit.counts.JOB_FACTS` when a day is written): counts read one table, no join.
+FACT_SCHEMA = pa.schema(
+    [
+        pa.field("triggered_at", pa.timestamp("us", tz="UTC")),
+        pa.field("domain", pa.string()),
+        pa.field("delivered_at", pa.timestamp("us", tz="UTC")),
+        pa.field("failed_attempts", pa.int64()),
+    ]
+)
 #: Columns added to the layout since its first version: files written before lack them, and
-#: read without them (the job's ``workflow``: its notification's ``workflow_identifier``).
-ADDED_COLUMNS = {"jobs": frozenset({"workflow"})}
+#: are read without them (the job's ``workflow``: its notification's ``workflow_identifier``;
+#: its delivery facts, `FACT_SCHEMA`), until the next `sync` upgrades them.
+ADDED_COLUMNS = {"jobs": frozenset({"workflow", *FACT_SCHEMA.names})}
 #: The hive partition key, and the file name inside a partition.
 PARTITION = "created_date"
 FILE = "part.parquet"
@@ -163,7 +177,11 @@ def _categorical(values: pa.ChunkedArray, known: tuple[str, ...]) -> pd.Categori
 
 
 def write_day(root: Path, day: str, tables: Sequence[pa.Table]) -> None:
-    """Replace the three files of ``day`` with ``tables`` (in `TABLES` order, each atomically)."""
+    """Replace the three files of ``day`` with ``tables`` (in `TABLES` order, each atomically),
+    the jobs with their delivery facts (`FACT_SCHEMA`)."""
+    from toolkit.counts import with_facts
+
+    tables = [tables[0], with_facts(*tables), tables[2]]
     for name, table in zip(TABLES, tables, strict=True):
         write_atomically(day_path(root, name, day), table)
 

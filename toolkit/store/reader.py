@@ -8,6 +8,7 @@ the measures of `toolkit.metrics` need, reduced in DuckDB.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -343,16 +344,18 @@ class Store:
     def _relations(self, start, end, filters=None):
         """The store's tables on its engine: the window's partition files on DuckDB (its
         notifications matching ``filters`` only, when given), the window's partitions on Spark."""
+        files = self._files(start, end)
+        for path in (path for paths in files.values() for path in paths):
+            check_file(Path(path))  # a damaged or foreign file is named, from its footer
+        jobs = files["jobs"]
+        stored = bool(jobs) and not filters and all(current_layout(Path(p)) for p in jobs)
         if self.engine == "duckdb":
             chosen = self._notifications(start, end, filters, []) if filters else None
-            files = self._files(start, end)
-            for path in (path for paths in files.values() for path in paths):
-                check_file(Path(path))  # a damaged or foreign file is named, from its footer
-            return relations(None, files=files, chosen=chosen)
+            return relations(None, files=files, chosen=chosen, facts_stored=stored)
         if filters:
             raise ParameterError("filters", sorted(filters), "none on Spark (count the whole window)")  # fmt: skip
         days = (start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d"))
-        return relations(None, engine=self.engine, root=str(self.path), days=days)
+        return relations(None, engine=self.engine, root=str(self.path), days=days, facts_stored=stored)  # fmt: skip
 
     def _window(self, after, before, filters):
         filters = check_filters(filters, allowed=FILTERS)
@@ -444,16 +447,36 @@ def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
 def check_file(path: Path) -> int:
     """The rows of a partition file, from its footer; `StoreError` if it is damaged or not a
     file of the store (its table's columns missing)."""
+    return _footer(path)[0]
+
+
+def current_layout(path: Path) -> bool:
+    """Whether a partition file has today's layout (`layout.ADDED_COLUMNS` present)."""
+    return layout.ADDED_COLUMNS.get(path.parent.parent.name, frozenset()) <= _footer(path)[1]
+
+
+def _footer(path: Path) -> tuple[int, frozenset[str]]:
+    """A file's rows and columns, checked (`check_file`): read once per version of the file."""
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise damaged(path, str(error)) from None
+    return _read_footer(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_footer(name: str, mtime_ns: int, size: int) -> tuple[int, frozenset[str]]:
+    path = Path(name)
     try:
         metadata = pq.read_metadata(path)
     except (pa.ArrowInvalid, OSError) as error:
         raise damaged(path, str(error)) from None
     table = path.parent.parent.name
-    present = set(metadata.schema.to_arrow_schema().names)
+    present = frozenset(metadata.schema.to_arrow_schema().names)
     missing = sorted(set(layout.arrow_schema(table).names) - present - layout.ADDED_COLUMNS.get(table, frozenset()))  # fmt: skip
     if missing:
         raise damaged(path, f"not a file of this store: no {', '.join(missing[:3])}")
-    return metadata.num_rows
+    return metadata.num_rows, present
 
 
 def damaged(path: Path, why: str) -> StoreError:
