@@ -38,6 +38,14 @@ __all__ = [
     "delivery_job_rows",
     "detail_counts",
     "failures",
+    "SCAN_COUNTS",
+    "SCANNED_JOBS",
+    "failure_payloads",
+    "group_counts",
+    "scan_counts",
+    "scan_reference",
+    "scanned_job_rows",
+    "sent_counts",
     "notification_count",
     "notification_statuses",
     "summaries",
@@ -115,6 +123,7 @@ SELECT job_id, notification_id, subscriber_id, workflow, CAST(type AS STRING) AS
        provider_id, triggered_at, first_execution_at AS started_at, last_execution_at AS ended_at,
        CAST(final_status AS STRING) AS final_status, error_code, error_text, domain,
        (unix_micros(delivered_at) - unix_micros(triggered_at)) / 1e6 AS time_to_deliver_s,
+       (unix_micros(delivered_at) - unix_micros(first_execution_at)) / 1e6 AS time_to_send_s,
        CAST(duration_s AS DOUBLE) AS job_duration_s, failed_attempts,
        {OUTCOME.replace("final_status", "CAST(final_status AS STRING)")} AS outcome
 FROM facts
@@ -130,6 +139,33 @@ COUNTS = {
     },
     "met_failure": "sum(CASE WHEN failed_attempts > 0 THEN 1 ELSE 0 END)",
     "delivered": "sum(CASE WHEN time_to_deliver_s IS NOT NULL THEN 1 ELSE 0 END)",
+}
+
+#: Delivery jobs as the incident finder scans them (`toolkit.incidents`), from
+#: ``delivery_jobs`` and ``slow_above`` (each (channel, provider_id)'s threshold of
+#: ``time_to_send_s``): ``scan_at`` (when it starts: its first execution detail, else its trigger) and its flags: ``met_failure`` (a Failed attempt), ``tried`` (finished, failed or met a
+#: failure), ``retried`` (two Failed attempts, or one and still in flight), ``attempted``
+#: (finished, failed or in flight: not skipped nor canceled) and ``slow`` (sent above its
+#: threshold).
+SCANNED_JOBS = """
+SELECT j.*, coalesce(j.started_at, j.triggered_at) AS scan_at,
+       j.failed_attempts > 0 AS met_failure,
+       (j.outcome IN ('finished', 'failed') OR j.failed_attempts > 0) AS tried,
+       (j.failed_attempts >= 2 OR (j.failed_attempts > 0 AND j.outcome = 'in_flight')) AS retried,
+       j.outcome IN ('finished', 'failed', 'in_flight') AS attempted,
+       coalesce(j.time_to_send_s > t.slow_above, false) AS slow
+FROM delivery_jobs j
+LEFT JOIN slow_above t ON j.channel = t.channel AND j.provider_id = t.provider_id
+"""
+
+#: What the incident finder's scans count per bucket and group (`scan_counts`), over
+#: `SCANNED_JOBS`: the jobs tried and those of them that met a failure, the jobs sent
+#: (``time_to_send_s`` known) and those sent slowly.
+SCAN_COUNTS = {
+    "tried": "sum(CASE WHEN tried THEN 1 ELSE 0 END)",
+    "met_failure": "sum(CASE WHEN tried AND met_failure THEN 1 ELSE 0 END)",
+    "sent": "count(time_to_send_s)",
+    "slow": "sum(CASE WHEN slow THEN 1 ELSE 0 END)",
 }
 
 
@@ -192,7 +228,9 @@ def delivery_counts(
             table = rel.query(f"WITH delivery_jobs AS (SELECT * FROM jobs_frame{within}) {sql}")
     else:
         with _window_of(source, after, before) as (rel, start, end):
-            table = rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel)}) {sql}")
+            table = rel.query(
+                f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) {sql}"
+            )
     frame = _typed(table, dimensions)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
     frame.attrs = {
@@ -530,7 +568,7 @@ def delivery_job_rows(source: Any, *, after=None, before=None) -> pa.Table:
     detail, else the trigger), then job id: the order the incident finder scans them in."""
     with _window_of(source, after, before) as (rel, start, end):
         return rel.query(
-            f"SELECT * FROM ({_delivery_jobs(start, end, rel)})"
+            f"SELECT * FROM ({_delivery_jobs(start, end, rel, source)})"
             " ORDER BY coalesce(started_at, triggered_at), job_id"
         )
 
@@ -567,6 +605,170 @@ def window_rows(
         )
 
 
+# -- what the incident finder reads (`toolkit.incidents`) ------------------------------------
+
+#: When a delivery job starts for the incident scans: its first execution detail, else its
+#: trigger.
+AT = "coalesce(started_at, triggered_at)"
+
+
+def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.9) -> pd.DataFrame:
+    """Per (channel, provider_id) of the window's delivery jobs: ``jobs``, the first and last
+    start (``first_at``, ``last_at``, `AT`) and trigger (``first_trigger``, ``last_trigger``),
+    and ``slow_above``, the ``quantile`` of ``time_to_send_s`` (linear interpolation; NaN when
+    none was sent): what the incident scans' grid and slow threshold are set from."""
+    pair = ["channel", "provider_id"]
+    with _window_of(source, after, before) as (rel, start, end):
+        jobs = f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
+        table = rel.query(
+            f"{jobs} SELECT channel, provider_id, CAST(count(*) AS BIGINT) AS jobs,"
+            f" min({AT}) AS first_at, max({AT}) AS last_at,"
+            " min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger"
+            " FROM delivery_jobs GROUP BY channel, provider_id"
+        )
+        timings = percentiles(lambda sql: rel.query(jobs + sql), pair, [pair], "time_to_send_s", {"slow_above": float(quantile)}, _literal)[0]  # fmt: skip
+    frame = _with_timings(table.to_pandas(), timings, pair)
+    for name in ("first_at", "last_at", "first_trigger", "last_trigger"):
+        frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
+    frame["jobs"] = frame["jobs"].astype("int64")
+    return frame.sort_values(["channel", "provider_id"], ignore_index=True)
+
+
+def scan_counts(
+    source: Any,
+    *,
+    after=None,
+    before=None,
+    grid: tuple[pd.Timestamp, pd.Timedelta, int],
+    slow_above: pd.DataFrame,
+) -> pd.DataFrame:
+    """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
+    ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
+    error_code, domain``; ``slow_above`` (`scan_reference`'s columns) sets which jobs are slow."""
+    keys = "channel, provider_id, error_code, domain"
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            f"{_scanned(source, rel, start, end, slow_above)} SELECT {_bucket(AT, *grid)} AS bucket,"
+            f" {keys}, "
+            + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in SCAN_COUNTS.items())
+            + " FROM scanned GROUP BY 1, 2, 3, 4, 5"
+        )
+    frame = table.to_pandas()
+    for name in ("channel", "provider_id", "error_code", "domain"):
+        frame[name] = frame[name].astype("string")
+    for name in ("bucket", *SCAN_COUNTS):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
+def sent_counts(
+    source: Any, *, after=None, before=None, grid: tuple[pd.Timestamp, pd.Timedelta, int]
+) -> pd.DataFrame:
+    """Notifications per bucket of ``grid`` (their creation), and of them those sent (a job
+    finished, failed or in flight) per channel and per (channel, provider_id): rows of
+    ``bucket, channel, provider_id, notifications`` (``channel`` and ``provider_id`` missing:
+    all notifications; ``provider_id`` missing and ``level`` "channel": per channel)."""
+    empty = pd.DataFrame(columns=["channel", "provider_id", "slow_above"])
+    with _window_of(source, after, before) as (rel, start, end):
+        window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
+        sent = f"{_bucket('triggered_at', *grid)} AS bucket"
+        table = rel.query(
+            f"{_scanned(source, rel, start, end, empty)}"
+            f" SELECT 'all' AS level, {_bucket('created_at', *grid)} AS bucket,"
+            " CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications"
+            f" FROM notifications WHERE created_at IS NOT NULL AND {window} GROUP BY 1, 2"
+            f" UNION ALL SELECT 'channel' AS level, {sent}, channel, CAST(NULL AS STRING),"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
+            " GROUP BY 1, 2, 3"
+            f" UNION ALL SELECT 'provider' AS level, {sent}, channel, provider_id,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
+            " GROUP BY 1, 2, 3, 4"
+        )
+    frame = table.to_pandas()
+    for name in ("level", "channel", "provider_id"):
+        frame[name] = frame[name].astype("string")
+    for name in ("bucket", "notifications"):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
+def scanned_job_rows(
+    source: Any,
+    *,
+    after=None,
+    before=None,
+    slow_above: pd.DataFrame,
+    where: Sequence[dict[str, Any]],
+) -> pa.Table:
+    """The rows of `SCANNED_JOBS` matching any of ``where``, ordered by ``scan_at`` then job id:
+    each a dict of column values (None: missing), and optionally ``"at": (low, high)`` (a
+    half-open range of a time column, ``"column"``, default ``scan_at``; None: unbounded) and
+    ``"among": (column, values)``."""
+    with _window_of(source, after, before) as (rel, start, end):
+        chosen = " OR ".join(f"({_condition(one, rel.engine)})" for one in where) or "false"
+        return rel.query(
+            f"{_scanned(source, rel, start, end, slow_above)}"
+            f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
+        )
+
+
+#: How long before its period a volume row's group is counted for its jobs per notification
+#: (distinct notifications: a week's, not the whole window's).
+NEAR = pd.Timedelta(days=7)
+
+
+def group_counts(
+    source: Any, *, after=None, before=None, groups: Sequence[tuple[dict, Any, Any]]
+) -> pd.DataFrame:
+    """Per ``workflow``, for each ``(keys, start, end)`` of ``groups`` (``n`` its position):
+    the group's delivery jobs (``keys``: column values, None for missing) ``jobs_n`` and their
+    notifications ``notifications_n`` (distinct; a notification has one workflow, so they add
+    up over workflows), and of them those triggered in ``[start, end)``: ``period_n``, their
+    first and last trigger ``first_n``, ``last_n``."""
+    with _window_of(source, after, before) as (rel, start, end):
+        columns = []
+        for n, (keys, low, high) in enumerate(groups):
+            mine = _condition(keys, rel.engine)
+            period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'}, rel.engine)}"  # fmt: skip
+            near = f"{mine} AND {_condition({'at': (low - NEAR, high), 'column': 'triggered_at'}, rel.engine)}"  # fmt: skip
+            columns += [
+                f"CAST(count(CASE WHEN {near} THEN 1 END) AS BIGINT) AS jobs_{n}",
+                f"CAST(count(DISTINCT CASE WHEN {near} THEN notification_id END) AS BIGINT) AS notifications_{n}",  # fmt: skip
+                f"CAST(count(CASE WHEN {period} THEN 1 END) AS BIGINT) AS period_{n}",
+                f"min(CASE WHEN {period} THEN triggered_at END) AS first_{n}",
+                f"max(CASE WHEN {period} THEN triggered_at END) AS last_{n}",
+            ]
+        table = rel.query(
+            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) SELECT workflow,"
+            f" {', '.join(columns)} FROM delivery_jobs GROUP BY workflow"
+        )
+    frame = table.to_pandas()
+    frame["workflow"] = frame["workflow"].astype("string")
+    for n in range(len(groups)):
+        for name in (f"first_{n}", f"last_{n}"):
+            frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
+    return frame
+
+
+def failure_payloads(
+    source: Any, *, after=None, before=None, job_ids: Sequence[str]
+) -> dict[str, str]:
+    """The raw payload of each job's last Failed execution detail (jobs without one left out)."""
+    if not len(job_ids):
+        return {}
+    with _window_of(source, after, before) as (rel, start, end):
+        listed = ", ".join(_quote(job_id, rel.engine) for job_id in job_ids)
+        table = rel.query(
+            "SELECT job_id, raw, created_at FROM execution_details WHERE notification_id IN"
+            " (SELECT notification_id FROM notifications WHERE unix_micros(created_at) BETWEEN"
+            f" {_micros(start, -(2**62))} AND {_micros(end, 2**62)}) AND job_id IN ({listed})"
+            " AND CAST(status AS STRING) = 'Failed' AND raw IS NOT NULL"
+        )
+    frame = table.to_pandas().sort_values("created_at", kind="stable")
+    return dict(zip(frame["job_id"].astype(str), frame["raw"].astype(str), strict=True))
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -580,7 +782,7 @@ def _jobs_query(data: Any, after, before, sql: str, frames: dict[str, pd.DataFra
             return rel.query(sql)
     with _window_of(data, after, before) as (rel, start, end):
         joined = f", {sql[5:]}" if sql.startswith("WITH ") else f" {sql}"  # its own CTEs after
-        return rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel)}){joined}")
+        return rel.query(f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, data)}){joined}")
 
 
 def _created(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
@@ -600,11 +802,47 @@ def _literal(value: Any) -> str:
     return f"concat({', '.join(pieces)})"
 
 
-def _delivery_jobs(start: pd.Timestamp | None, end: pd.Timestamp | None, rel: Any = None) -> str:
-    """`DELIVERY_JOBS` of the window, from the facts ``rel``'s jobs keep if they do."""
+def _delivery_jobs(
+    start: pd.Timestamp | None, end: pd.Timestamp | None, rel: Any = None, source: Any = None
+) -> str:
+    """`DELIVERY_JOBS` of the window, from the facts ``rel``'s jobs keep if they do (``source``
+    `Given`: the rows it holds)."""
+    if isinstance(source, Given):  # computed already: the same relation's rows
+        low, high = _micros(start, -(2**62)), _micros(end, 2**62)
+        return f"SELECT * FROM given_jobs WHERE unix_micros(triggered_at) BETWEEN {low} AND {high}"
     facts = STORED_FACTS if getattr(rel, "facts_stored", False) else JOB_FACTS
     window = {"low": _micros(start, -(2**62)), "high": _micros(end, 2**62)}
     return DELIVERY_JOBS.format(facts=facts.format(**window))
+
+
+class Given:
+    """An Activity whose delivery jobs are computed already (`delivery_job_rows`, or
+    `toolkit.metrics.delivery_jobs`: ``jobs``): queries read those rows instead of running
+    `DELIVERY_JOBS` again, and its frames are converted for the engine once (its
+    ``notifications`` and ``execution_details`` may be lean: what those queries read)."""
+
+    def __init__(self, activity: Any, jobs: pd.DataFrame | pa.Table | None = None):
+        self.activity, self.attrs = activity, dict(activity.attrs)
+        if jobs is None:
+            with _window_of(activity, None, None) as (rel, start, end):
+                jobs = rel.query(_delivery_jobs(start, end, rel))
+        self.jobs = jobs
+        self._tables: dict[str, pa.Table] = {}
+
+    def _bounds(self, after: Any, before: Any):
+        if after is None and before is None:
+            return None, None
+        return _activity_window(self.activity, after, before)
+
+    def _relations(self, start: Any, end: Any):
+        from toolkit import engines
+
+        for name, frame in (("notifications", self.activity.notifications),
+                            ("execution_details", self.activity.execution_details),
+                            ("given_jobs", self.jobs)):  # fmt: skip
+            if name not in self._tables:
+                self._tables[name] = engines._arrow(frame)
+        return engines.relations(None, frames=self._tables)
 
 
 def _micros(at: pd.Timestamp | None, default: int) -> int:
@@ -685,6 +923,61 @@ def _activity_window(activity: Any, after: Any, before: Any):
     now = activity.attrs.get("before") or (created.max() if len(created) else pd.Timestamp.now("UTC"))  # fmt: skip
     start, end = resolve_window(after, before, now=pd.Timestamp(now).to_pydatetime())
     return (None if start is None else pd.Timestamp(start)), pd.Timestamp(end)
+
+
+def _scanned(source, rel, start, end, slow_above: pd.DataFrame) -> str:
+    """The ``WITH`` clause defining ``scanned`` (`SCANNED_JOBS`) of the window, with the slow
+    thresholds of ``slow_above`` inlined."""
+    thresholds = [
+        f"SELECT {_quote(row.channel, rel.engine)} AS channel, {_quote(row.provider_id, rel.engine)}"
+        f" AS provider_id, CAST({float(row.slow_above)!r}E0 AS DOUBLE) AS slow_above"
+        for row in slow_above.itertuples()
+        if not pd.isna(row.provider_id) and not pd.isna(row.slow_above)
+    ] if len(slow_above) else []  # fmt: skip
+    thresholds = " UNION ALL ".join(thresholds) or (
+        "SELECT CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
+        " CAST(NULL AS DOUBLE) AS slow_above WHERE 1 = 0"
+    )
+    return (
+        f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}), slow_above AS ({thresholds}),"
+        f" scanned AS ({SCANNED_JOBS})"
+    )
+
+
+def _bucket(column: str, origin: pd.Timestamp, step: pd.Timedelta, count: int) -> str:
+    micros = step // pd.Timedelta(microseconds=1)
+    index = f"floor((unix_micros({column}) - {_micros(origin, 0)}) / {micros})"
+    return f"CAST(greatest(0, least({count - 1}, coalesce({index}, 0))) AS BIGINT)"
+
+
+def _quote(value: Any, engine: str) -> str:
+    """``value`` as a string literal of ``engine``'s dialect (NULL when missing)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return "CAST(NULL AS STRING)"
+    text = str(value)
+    if engine == "duckdb":
+        return "'" + text.replace("'", "''") + "'"
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _condition(one: dict[str, Any], engine: str) -> str:
+    parts = []
+    for name, value in one.items():
+        if name == "at":
+            column = one.get("column", "scan_at")
+            low, high = value
+            if low is not None:
+                parts.append(f"unix_micros({column}) >= {_micros(low, 0)}")
+            if high is not None:
+                parts.append(f"unix_micros({column}) < {_micros(high, 0)}")
+        elif name == "among":
+            column, values = value
+            listed = ", ".join(_quote(v, engine) for v in values)
+            parts.append(f"{column} IN ({listed})" if listed else "false")
+        elif name != "column":
+            is_missing = value is None or value is pd.NA
+            parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_quote(value, engine)}")
+    return " AND ".join(parts) or "true"
 
 
 def with_facts(notifications: pa.Table, jobs: pa.Table, details: pa.Table) -> pa.Table:

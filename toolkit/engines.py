@@ -185,8 +185,10 @@ def _spark(spark: Any, root: str, days: tuple[str, str]) -> Relations:
     return Relations("spark", run)
 
 
-def _arrow(frame: pd.DataFrame) -> pa.Table:
+def _arrow(frame: pd.DataFrame | pa.Table) -> pa.Table:
     """A frame as Arrow for DuckDB: object columns (payloads, lists) are left out."""
+    if isinstance(frame, pa.Table):
+        return frame
     kept = frame[
         [name for name, dtype in frame.dtypes.items() if not pd.api.types.is_object_dtype(dtype)]
     ]

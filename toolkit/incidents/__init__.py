@@ -1,12 +1,18 @@
-"""Incidents: what went wrong in an Activity, one row each, with numbers a person can check.
+"""Incidents: what went wrong in an Activity or a Store, one row each, with numbers a person can
+check.
 
 >>> incidents = toolkit.find_incidents(activity)
+>>> incidents = toolkit.find_incidents(store, after="7d", baseline=store)   # DuckDB or Spark
 >>> print(*incidents["summary"], sep="\\n")
 
 How an incident is decided
 --------------------------
-Delivery jobs (`toolkit.metrics.delivery_jobs`) are counted per group and time bucket (at most
-192 buckets over the window: an hour for a week, a minute for a few hours; ``freq=`` overrides).
+Delivery jobs (`toolkit.counts.DELIVERY_JOBS`) are counted per group and time bucket by the
+engine that holds them (`toolkit.counts.scan_counts`: DuckDB over the frames or the store's
+files, or Spark), at most 192 buckets over the window (an hour for a week, a minute for a few
+hours; ``freq=`` overrides); a job's bucket is its first execution detail's, else its trigger's.
+Only the rows of the few significant periods are fetched, to put their edges on the jobs' own
+timestamps and decide their kind and impact (below).
 A job *met a failure* when any of its attempts failed (retries still pending included), so an
 outage shows before its retries are exhausted.
 

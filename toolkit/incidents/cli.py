@@ -30,11 +30,11 @@ def main(argv: list[str] | None = None) -> int:
 def _incidents(args: argparse.Namespace) -> int:
     from toolkit.incidents import find_incidents
 
-    if args.store:  # what the report reads of a store: lean at any size
-        from toolkit.report import store_incidents
+    if args.store:  # counted by the store's engine; its weeks before the window: the baseline
         from toolkit.store import open_store
 
-        incidents = store_incidents(open_store(args.store, engine=args.engine), args.since, args.until)  # fmt: skip
+        store = open_store(args.store, engine=args.engine)
+        incidents = find_incidents(store, after=args.since, before=args.until, baseline=store)
     else:
         from toolkit.read import read_activity
 

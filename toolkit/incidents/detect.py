@@ -1,5 +1,6 @@
-"""`find_incidents`: scan every group and period of an Activity, keep what the tests say, one row
-per incident (the rules are in the package docstring)."""
+"""`find_incidents`: scan every group and period of an Activity or a Store from counts its engine
+computes, fetch the rows of the few significant periods, keep what the tests say, one row per
+incident (the rules are in the package docstring)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolkit import counts as engine_counts
 from toolkit import metrics
 from toolkit.counts import delivery_counts
 from toolkit.errors import ParameterError
@@ -76,8 +78,10 @@ HISTORY = pd.Timedelta(days=28)
 
 
 def find_incidents(
-    activity: Any,
+    source: Any,
     *,
+    after: Any = None,
+    before: Any = None,
     baseline: Any = None,
     jobs: pd.DataFrame | None = None,
     kinds: list[str] | tuple[str, ...] | None = None,
@@ -88,19 +92,23 @@ def find_incidents(
     outage_rate: float = 0.5,
     freq: str | None = None,
 ) -> pd.DataFrame:
-    """The incidents in ``activity``, one row each, sorted by impact.
+    """The incidents in ``source``, one row each, sorted by impact.
 
     Parameters
     ----------
-    activity : Activity
-        From ``read_activity`` or a store (`toolkit.metrics.REQUIRED_COLUMNS` at least).
+    source : Activity or Store
+        From ``read_activity`` (`toolkit.metrics.REQUIRED_COLUMNS` at least), or a store
+        (`toolkit.open_store`, on DuckDB or Spark): its engine counts, and only the rows of the
+        significant periods are fetched.
+    after, before : str or datetime, optional
+        The window of notifications (by their creation); default all of ``source``.
     baseline : Activity, Store or DataFrame, optional
         What normal looks like: for volume, the weeks before the window (an Activity, a Store:
         its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
         and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
         for failure rates, an Activity replaces the rest of the window.
     jobs : DataFrame, optional
-        ``metrics.delivery_jobs(activity)``, if already computed.
+        ``metrics.delivery_jobs(source)`` if already computed (an Activity only; not needed).
     kinds : list of str, optional
         Report only these `KINDS` (default all).
     alpha : float
@@ -123,16 +131,20 @@ def find_incidents(
         examined (window, bucket width, jobs, periods tested).
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
-    jobs = metrics.delivery_jobs(activity) if jobs is None else jobs
-    after, before = _window(activity, jobs)
+    season.same_environment(source, baseline)
+    if jobs is None:
+        _check_source(source)
+    if not _is_store(source):  # its delivery jobs computed once, read by every query below
+        source = engine_counts.Given(source, jobs)
+    window = {"after": after, "before": before}
+    reference = engine_counts.scan_reference(source, **window, quantile=tables.SLOW_QUANTILE)
+    after, before = _window(source, after, before, reference)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
-    checked = {"kinds": list(wanted), "jobs": len(jobs), "after": after, "before": before}
-    if jobs.empty or after is None:
+    total = int(reference["jobs"].sum())
+    checked = {"kinds": list(wanted), "jobs": total, "after": after, "before": before}
+    if not total or after is None:
         return empty("no delivery jobs in the activity", checked)
-    season.same_environment(activity, baseline)
-    base_jobs, history = _baseline(baseline, after)
-    if base_jobs is None:
-        baseline = None  # counts or a store: the volume's history only
+    baseline, base_reference, history = _baseline(baseline, after)  # counts, a store: volume only
     step = _freq(freq, before - after)
     grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
@@ -142,10 +154,10 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counts = partial(
-            delivery_counts, jobs, by=season.CELL
-        )  # asked if a season can be; the jobs given (a store's Period)
-        seasonal = season.build(counts, after, before, *history)
+        counted = partial(
+            delivery_counts, source, **window, by=season.CELL
+        )  # asked if a season can be
+        seasonal = season.build(counted, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
                                    "the rest of the window")  # fmt: skip
@@ -157,7 +169,8 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    found = _Found(activity, jobs, grid, baseline, base_jobs, names)
+    slow_above = reference if base_reference is None else base_reference
+    found = _Found(source, window, grid, slow_above, baseline, names)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
         for name in names
@@ -169,12 +182,14 @@ def find_incidents(
     tests = sum(scan.tests for scan in scans.values())
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
     checked["tests"] = tests
+    picked = [(name, pick) for name, scan in scans.items()
+              for pick in _significant(scan, alpha / tests)]  # fmt: skip
+    found.fetch(picked)
     candidates = []
-    for name, scan in scans.items():
-        for pick in _significant(scan, alpha / tests):
-            row = found.refine(name, scan, pick, tests, rule[name])
-            if row is not None and row["p_value"] <= alpha:
-                candidates.append(row)
+    for name, pick in picked:
+        row = found.refine(name, scans[name], pick, tests, rule[name])
+        if row is not None and row["p_value"] <= alpha:
+            candidates.append(row)
     rows = _one_per_incident(found, candidates, wanted, outage_rate, min_failed)
     moved = []
     for (level, low), (scan, groups) in counted.items():
@@ -183,11 +198,13 @@ def find_incidents(
             if row["p_value"] <= alpha:
                 moved.append(row)
     moved = [row for row in volume.one_per_cause(seasonal, moved) if row["kind"] in wanted]
-    volume.impact(moved, jobs)
+    if moved:
+        volume.impact(moved, engine_counts.group_counts(source, **window, groups=[
+            (row["keys"], row["start"], row["end"]) for row in moved]))  # fmt: skip
     rows += moved
     if not rows:
         return empty("no period of any group departs from its baseline", checked)
-    return rows_frame(rows, found.jobs, activity.execution_details, checked)
+    return rows_frame(rows, found.jobs, found.failure_payloads, checked)
 
 
 # -- parameters and the window ---------------------------------------------------------------
@@ -213,37 +230,61 @@ def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float | np.number)
 
 
-def _window(activity: Any, jobs: pd.DataFrame) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
-    """The window read (the read's provenance, else the jobs' extent), widened to the jobs."""
-    attrs = getattr(activity, "attrs", None) or {}
-    at = jobs["started_at"].fillna(jobs["triggered_at"]).dropna()
-    if at.empty:
+def _is_store(source: Any) -> bool:
+    """A store, or a store's selection (``Store.selection``): counted by its engine."""
+    from toolkit.store.reader import Store, _Selection
+
+    return isinstance(source, Store | _Selection)
+
+
+def _check_source(source: Any) -> None:
+    if not _is_store(source):
+        metrics.check_activity(source)
+
+
+def _window(source: Any, after: Any, before: Any, reference: pd.DataFrame):
+    """The window asked (a store's bounds, an Activity's window or its read's provenance, else
+    the jobs' extent), widened to the jobs' starts."""
+    if reference.empty or reference["first_at"].isna().all():
         return None, None
+    first, last = reference["first_at"].min(), reference["last_at"].max()
+    start = end = None
+    if hasattr(source, "_bounds"):
+        start, end = source._bounds(after, before)
+    elif after is not None or before is not None:
+        start, end = engine_counts._activity_window(source, after, before)
+    if start is None and end is None:
+        attrs = getattr(source, "attrs", None) or {}
+        start, end = attrs.get("after"), attrs.get("before")
     bounds = []
-    for name, edge in (("after", at.min()), ("before", at.max())):
-        value = attrs.get(name)
+    for value, edge in ((start, first), (end, last)):
         value = edge if value is None else pd.Timestamp(value)
         bounds.append(value.tz_localize("UTC") if value.tzinfo is None else value)
-    return min(bounds[0], at.min()), max(bounds[1], at.max())
+    return min(bounds[0], first), max(bounds[1], last)
 
 
-def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, tuple]:
-    """The baseline's delivery jobs (an Activity: also the failure scans' baseline) and the
-    volume's history: ``(counts, (after, before)[, gaps])`` (`toolkit.delivery_counts` by
-    `season.CELL`, hourly), or ``()`` when there is none. A store gives the `HISTORY` before
-    the window that it holds."""
+def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | None, tuple]:
+    """An Activity baseline (the failure scans' baseline; None for others) and its
+    `toolkit.counts.scan_reference` (the slow thresholds), and the volume's history:
+    ``(counts, (after, before))``
+    (`toolkit.delivery_counts` by `season.CELL`, hourly), or ``()`` when there is none. A store
+    gives the `HISTORY` before the window that it holds, with the days it never synced."""
     from toolkit.store import Store, layout
 
     if baseline is None:
-        return None, ()
+        return None, None, ()
     if isinstance(baseline, Store):  # what it holds of the weeks before (none: a fallback)
         first, watermark = baseline.window
         if first is None or first >= after:
-            return None, (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after))
+            return (
+                None,
+                None,
+                (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after)),
+            )
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
         gaps = season.missing_days(layout.days_held(baseline.path), start, end)
-        return None, (counts, (start, end), gaps)
+        return None, None, (counts, (start, end), gaps)
     if isinstance(baseline, pd.DataFrame):
         if (
             not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)
@@ -252,14 +293,16 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[pd.DataFrame | None, 
             raise ParameterError("baseline", f"a frame with columns {list(baseline.columns)[:8]}",
                                  "an Activity, a Store, or toolkit.delivery_counts(..., "
                                  f"freq='1h', by={list(season.CELL)})")  # fmt: skip
-        return None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
+        return None, None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
     try:
-        base_jobs = metrics.delivery_jobs(baseline)
+        metrics.check_activity(baseline)
     except ParameterError as error:
         raise ParameterError("baseline", error.value, error.allowed) from None
-    at = pd.DatetimeIndex(base_jobs["triggered_at"].dropna())
-    counts = delivery_counts(baseline, by=season.CELL)
-    return base_jobs, (counts, _span(baseline.attrs, at))
+    given = engine_counts.Given(baseline)
+    reference = engine_counts.scan_reference(given, quantile=tables.SLOW_QUANTILE)
+    at = pd.DatetimeIndex([reference["first_trigger"].min(), reference["last_trigger"].max()])
+    counts = delivery_counts(given, by=season.CELL)
+    return given, reference, (counts, _span(baseline.attrs, at.dropna()))
 
 
 def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:
@@ -295,52 +338,171 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
 # -- scans and their periods -----------------------------------------------------------------
 
 
-class _Found:
-    """The tables and groups of one call, and the candidate rows made from the scans' picks."""
+def _keyed(values) -> tuple:
+    return tuple(None if pd.isna(value) else str(value) for value in values)
 
-    def __init__(self, activity, jobs, grid, baseline, base_jobs, names):
-        self.grid = grid
-        self.jobs, self.slow_above = tables.job_table(jobs, grid, base_jobs)
+
+def _ordered(keys) -> list[tuple]:
+    return sorted(keys, key=lambda key: tuple((value is not None, value or "") for value in key))
+
+
+def _matrix(frame: pd.DataFrame, keys: tuple[str, ...], column: str, width: int):
+    """``column`` summed per combination of ``keys`` (the sorted key tuples) and bucket."""
+    frame = frame[frame[column].to_numpy() > 0]
+    if keys:  # group numbers in order of first appearance, then those groups' keys
+        number = frame.groupby(list(keys), dropna=False, sort=False).ngroup().to_numpy()
+        tuples = [_keyed(row) for row in frame[list(keys)].drop_duplicates().itertuples(False)]
+    else:
+        number, tuples = np.zeros(len(frame), dtype="int64"), [()] * bool(len(frame))
+    found = _ordered(tuples)
+    rank = {key: n for n, key in enumerate(found)}
+    out = np.zeros((len(found), width), dtype="int64")
+    if len(frame):
+        at = np.array([rank[key] for key in tuples], dtype="int64")[number]
+        np.add.at(out, (at, frame["bucket"].to_numpy("int64")), frame[column].to_numpy("int64"))
+    return found, out
+
+
+class _Found:
+    """The scans' count matrices of one call (computed by the source's engine), and the rows
+    fetched for their significant periods, from which the candidate rows are made."""
+
+    def __init__(self, source, window, grid, slow_above, baseline, names):
+        self.source, self.window, self.grid, self.slow_above = source, window, grid, slow_above
+        shape = (grid.start, grid.step, grid.count)
+        jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
+        note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
+        self.counted = {
+            "jobs": engine_counts.scan_counts(source, **window, grid=shape, slow_above=slow_above)
+            if jobs_scans else None,
+            "notifications": engine_counts.sent_counts(source, **window, grid=shape)
+            if note_scans else None,
+        }  # fmt: skip
         self.base = None
-        if base_jobs is not None:
-            self.base = {"jobs": tables.job_table(base_jobs, grid, base_jobs)[0]}
-        self.notes, self.notifications = None, activity.notifications
-        if {"volume", "channel_volume"} & set(names):
-            self.notes = tables.notification_table(activity.notifications, grid)
-            self.jobs["note"] = tables.sent_rows(activity.notifications, self.notes, self.jobs)
-            if baseline is not None:
-                notes = tables.notification_table(baseline.notifications, grid)
-                self.base["jobs"]["note"] = tables.sent_rows(baseline.notifications, notes, self.base["jobs"])  # fmt: skip
-                self.base["notifications"] = notes
+        if baseline is not None:
+            one = (grid.start, grid.step, 1)
+            self.base = {
+                "jobs": engine_counts.scan_counts(baseline, grid=one, slow_above=slow_above)
+                if jobs_scans else None,
+                "notifications": engine_counts.sent_counts(baseline, grid=one)
+                if note_scans else None,
+            }  # fmt: skip
+        self.scans: dict[str, Scan] = {}
+        self.keys: dict[str, tuple[list[tuple], list[tuple]]] = {}
+        self.jobs: pd.DataFrame = None  # the fetched rows (`fetch`)
+        self.notes, self.notifications = None, None
         self.groups: dict[str, tables.Groups] = {}
+        self.index: dict[str, tuple[dict, dict]] = {}
 
     def table(self, name: str) -> pd.DataFrame:
         return self.notes if tables.SPECS[name].unit == "notifications" else self.jobs
 
     def scan(self, name: str, rule: Evidence) -> Scan:
-        spec = tables.SPECS[name]
-        groups = tables.groups(self.table(name), spec, self.jobs)
-        self.groups[name] = groups
-        events, trials = groups.matrices(self.table(name)["bucket"].to_numpy(), self.grid.count)
+        spec, width = tables.SPECS[name], self.grid.count
+        trials_of, events_of = _counted(name)
+        frame = self.counted[spec.unit]
+        tried, met = _population(frame, name)
+        trial_keys, trials = _matrix(frame[tried], spec.keys, trials_of, width)
+        event_keys, events = _matrix(frame[met], spec.keys + spec.split, events_of, width)
+        number = {key: n for n, key in enumerate(trial_keys)}
+        parent = np.array([number[key[: len(spec.keys)]] for key in event_keys], dtype=int)
+        self.keys[name] = (event_keys, trial_keys)
         reference = None
         if self.base is not None:
             base = self.base[spec.unit]
-            k, n = tables.base_counts(base, spec, groups, self.base["jobs"])
+            tried, met = _population(base, name)
+            k_of = dict(zip(*_matrix(base[met], spec.keys + spec.split, events_of, 1), strict=True))
+            n_of = dict(zip(*_matrix(base[tried], spec.keys, trials_of, 1), strict=True))
+            k = np.array([k_of[key][0] if key in k_of else 0 for key in event_keys], "float64")
+            n = np.array([n_of[key[: len(spec.keys)]][0] if key[: len(spec.keys)] in n_of
+                          else 0 for key in event_keys], "float64")  # fmt: skip
             # a group the baseline hardly has (a provider taking over): its own window instead
             new = n < rule.min_trials
-            k[new], n[new] = events[new].sum(1), trials[groups.parent[new]].sum(1)
+            k[new], n[new] = events[new].sum(1), trials[parent[new]].sum(1)
             reference = (k, n)
-        return Scan(events, trials, groups.parent, rule, reference)
+        self.scans[name] = Scan(events, trials, parent, rule, reference)
+        return self.scans[name]
+
+    def _range(self, pick: Pick) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """The times of buckets ``pick.first - 1`` to ``pick.stop``: what `refine` reads."""
+        grid = self.grid
+        low = None if pick.first - 1 <= 0 else grid.start + (pick.first - 1) * grid.step
+        high = None if pick.stop >= grid.count - 1 else grid.start + (pick.stop + 1) * grid.step
+        return low, high
+
+    def _rows(self, where: list[dict]) -> pd.DataFrame:
+        rows = engine_counts.scanned_job_rows(
+            self.source, **self.window, slow_above=self.slow_above, where=where
+        )
+        return _job_frame(rows)
+
+    def fetch(self, picked: list[tuple[str, Pick]]) -> None:
+        """Fetch the rows the picks' periods are refined on: each (channel, provider)'s jobs in
+        its period (and the bucket either side), and for volume, the period's notifications
+        and their jobs; then the scans' groups over those rows."""
+        where, created = [], []
+        for name, pick in picked:
+            low, high = self._range(pick)
+            if tables.SPECS[name].unit == "notifications":
+                where.append({"at": (low, high), "column": "triggered_at"})
+                created.append((low, high))
+            else:
+                event_keys, trial_keys = self.keys[name]
+                channel, provider = event_keys[pick.group][:2]
+                where.append({"channel": channel, "provider_id": provider, "at": (low, high)})
+        self.jobs = tables.job_table(self._rows(where), self.grid)
+        if created:
+            chosen = " OR ".join(
+                "(" + " AND ".join([f"unix_micros(created_at) >= {engine_counts._micros(low, 0)}"] * (low is not None)
+                                   + [f"unix_micros(created_at) < {engine_counts._micros(high, 0)}"] * (high is not None) or ["true"]) + ")"
+                for low, high in created
+            )  # fmt: skip
+            notifications = engine_counts.window_rows(
+                self.source, "notifications", ["notification_id", "created_at", "workflow_identifier"],
+                **self.window, where=f"({chosen})",
+            ).to_pandas()  # fmt: skip
+            notifications["created_at"] = pd.to_datetime(notifications["created_at"], utc=True)
+            notifications["workflow_identifier"] = notifications["workflow_identifier"].astype("string")  # fmt: skip
+            self.notifications = notifications
+            self.notes = tables.notification_table(notifications, self.grid)
+            self.jobs["note"] = tables.sent_rows(notifications, self.notes, self.jobs)
+        for name in self.scans:
+            if tables.SPECS[name].unit == "notifications" and self.notes is None:
+                continue
+            groups = tables.groups(self.table(name), tables.SPECS[name], self.jobs)
+            self.groups[name] = groups
+            self.index[name] = (
+                {tuple(key.values()): n for n, key in enumerate(groups.keys)},
+                {key: n for n, key in enumerate(groups.trial_keys)},
+            )
+
+    def later(self, row: dict, last: int, *, events: bool = False) -> int:
+        """How many trials (``events``: events) of the row's group come after row ``last`` of
+        the table: the fetched rows of its bucket, then the counts of the buckets after it."""
+        name = row["scan"]
+        groups, scan = self.groups[name], self.scans[name]
+        bucket = self.table(name)["bucket"].to_numpy()
+        same = np.flatnonzero(bucket[last + 1 :] == bucket[last]) + last + 1
+        same = same[groups.trial[same] == row["parent"]]
+        rest = slice(int(bucket[last]) + 1, None)
+        if events:
+            return int(groups.hits(row["group"], same).sum()) + int(scan.events[row["scan_group"], rest].sum())  # fmt: skip
+        return len(same) + int(scan.trials[scan.parent[row["scan_group"]], rest].sum())
 
     def refine(self, name, scan: Scan, pick: Pick, tests: int, rule: Evidence) -> dict | None:
         """The pick's period on the rows' timestamps, its counts, p-value and extent."""
-        spec, groups, table = tables.SPECS[name], self.groups[name], self.table(name)
+        spec, groups, table = tables.SPECS[name], self.groups.get(name), self.table(name)
+        event_keys, trial_keys = self.keys[name]
+        key = event_keys[pick.group]
+        if groups is None or key not in self.index[name][0]:
+            return None
+        group = self.index[name][0][key]
+        parent = self.index[name][1][key[: len(spec.keys)]]
         bucket, trial = table["bucket"].to_numpy(), groups.trial
-        parent = groups.parent[pick.group]
         rows = np.flatnonzero(
             (trial == parent) & (bucket >= pick.first - 1) & (bucket <= pick.stop)
         )
-        hits = groups.hits(pick.group, rows)
+        hits = groups.hits(group, rows)
         rate, base_rate = pick.events / pick.trials, pick.base_rate
         if spec.low:
             hits, rate, base_rate = ~hits, 1 - rate, 1 - base_rate
@@ -352,7 +514,7 @@ class _Found:
         events = trials - int(in_hits.sum()) if spec.low else int(in_hits.sum())
         if scan.base is None:
             out_events = scan.events[pick.group].sum() - events
-            out_trials = scan.trials[parent].sum() - trials
+            out_trials = scan.trials[scan.parent[pick.group]].sum() - trials
         else:
             out_events, out_trials = scan.base[0][pick.group], scan.base[1][pick.group]
         base_rate = (out_events + PSEUDO_EVENTS) / (out_trials + PSEUDO_TRIALS)
@@ -364,17 +526,16 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
-        later = np.flatnonzero(trial[last + 1 :] == parent) + last + 1
+        row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
-            ongoing = not groups.hits(pick.group, later).any()
+            ongoing = not self.later(row, last, events=True)
         else:
-            ongoing = (1 - rate) ** len(later) > STILL_GOING
+            ongoing = (1 - rate) ** self.later(row, last) > STILL_GOING
         return {
-            "scan": name,
+            **row,
             "start": table["at"].iloc[first],
             "end": max(tables.event_end(table, last), table["at"].iloc[first]),
-            "group": pick.group,
-            "keys": groups.keys[pick.group],
+            "keys": groups.keys[group],
             "first": int(first),
             "last": int(last),
             "jobs": trials,
@@ -395,13 +556,67 @@ class _Found:
             return np.zeros(0, dtype=int)
         groups = self.groups[row["scan"]]
         if row["scan"] == "latency":
-            parent = groups.parent[row["group"]]
             return (
-                np.flatnonzero(groups.trial[row["first"] : row["last"] + 1] == parent)
+                np.flatnonzero(groups.trial[row["first"] : row["last"] + 1] == row["parent"])
                 + row["first"]
             )
         own = groups.members[row["group"]]
         return own[(own >= row["first"]) & (own <= row["last"])]
+
+    def sent_again(self, rows: list[dict]) -> None:
+        """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
+        hit from its start on (``row["again"]``): whether they succeed again."""
+        rows = [row for row in rows if row["scan"] == "code"]
+        where = [{"channel": row["keys"]["channel"], "provider_id": row["keys"]["provider_id"],
+                  "at": (row["start"], None), "among": ("subscriber_id", list(
+                      self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique()))}
+                 for row in rows]  # fmt: skip
+        if not where:
+            return
+        fetched = self._rows(where)
+        for row, one in zip(rows, where, strict=True):
+            mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
+            row["again"] = fetched[mine & fetched["subscriber_id"].isin(one["among"][1]).to_numpy()]
+
+    def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
+        """The provider's own payload of each job's last Failed attempt."""
+        return engine_counts.failure_payloads(self.source, **self.window, job_ids=job_ids)
+
+
+def _counted(name: str) -> tuple[str, str]:
+    """The columns of `toolkit.counts.scan_counts` (`sent_counts`) a scan counts as trials and
+    events (see `tables.SPECS`)."""
+    if name in ("volume", "channel_volume"):
+        return "notifications", "notifications"
+    if name == "latency":
+        return "sent", "slow"
+    return "tried", "met_failure"
+
+
+def _population(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a counts frame a scan counts as trials, and as events: error codes and
+    domains those that have one; volume the notifications, and those sent on its groups."""
+    every = np.ones(len(frame), dtype=bool)
+    if name == "code":
+        return every, frame["error_code"].notna().to_numpy()
+    if name == "domain":
+        return (known := frame["domain"].notna().to_numpy()), known
+    if name in ("volume", "channel_volume"):
+        level = frame["level"].to_numpy()
+        return level == "all", level == ("provider" if name == "volume" else "channel")
+    return every, every
+
+
+def _job_frame(rows) -> pd.DataFrame:
+    """Fetched `toolkit.counts.SCANNED_JOBS` rows as a frame with the delivery jobs' dtypes."""
+    frame = rows.to_pandas()
+    dtypes = {name: dtype for name, dtype in metrics._JOB_COLUMNS.items() if name in frame}
+    frame = frame.astype(dtypes)
+    frame["at"] = pd.to_datetime(frame.pop("scan_at"), utc=True).astype("datetime64[ns, UTC]")
+    frame["time_to_send_s"] = frame["time_to_send_s"].astype("float64")
+    for name in ("met_failure", "tried", "retried", "attempted", "slow"):
+        frame[name] = frame[name].astype(bool)
+    return frame
 
 
 def _significant(scan: Scan, threshold: float) -> list[Pick]:
@@ -430,6 +645,8 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         row["affected"] = found.affected(row)
         if row["scan"] == "provider":
             _to_its_cause(found, row)
+    found.sent_again(candidates)
+    for row in candidates:
         row["kind"] = _kind(found, row, outage_rate)
         events = (
             row["affected"]
@@ -522,9 +739,8 @@ def _to_its_cause(found: _Found, row: dict) -> None:
         return
     row["affected"] = affected[(affected >= first) & (affected <= last)]
     groups, table = found.groups["provider"], found.jobs
-    parent = groups.parent[row["group"]]
-    trials = int((groups.trial[first : last + 1] == parent).sum())
-    events, later = len(row["affected"]), int((groups.trial[last + 1 :] == parent).sum())
+    trials = int((groups.trial[first : last + 1] == row["parent"]).sum())
+    events, later = len(row["affected"]), found.later(row, last)
     rate = events / max(trials, 1)
     row.update(first=first, last=last, start=table["at"].iloc[first],
                end=max(tables.event_end(table, last), table["at"].iloc[first]),
@@ -557,9 +773,9 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     hit = jobs.iloc[row["affected"]]
     if scan == "latency":
         row["p95"] = float(hit["time_to_send_s"].quantile(0.95))
-        row["usual_p95"] = float(
-            found.slow_above[row["keys"]["channel"], row["keys"]["provider_id"]]
-        )
+        usual = found.slow_above
+        pair = usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])  # fmt: skip
+        row["usual_p95"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
         return "latency_degradation"
     if scan == "provider":
         retried = hit["retried"].mean() >= MOST if len(hit) else False
@@ -571,10 +787,10 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         others = others[others["tried"].to_numpy()]
         concentrated = len(others) and others["met_failure"].mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
-    return "stale_credentials" if _stale(jobs, row, hit) else "error_spike"
+    return "stale_credentials" if _stale(row, hit) else "error_spike"
 
 
-def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
+def _stale(row: dict, hit: pd.DataFrame) -> bool:
     """A lasting token/credential error, refused for good (not retried): the subscribers it hit
     do not succeed again on that provider (at most a fifth of those sent to again); when fewer
     than 3 were sent to again,
@@ -582,8 +798,7 @@ def _stale(jobs: pd.DataFrame, row: dict, hit: pd.DataFrame) -> bool:
     succeeded again (or it lasts to the end of the window)."""
     if hit["retried"].mean() >= MOST:
         return False  # the service retries it: a provider failing, not a credential refused
-    later = jobs.iloc[row["first"] :]
-    later = later[_pair_is(later, row["keys"]) & later["subscriber_id"].isin(hit["subscriber_id"])]
+    later = row["again"]
     first_hit = pd.Series(hit["at"].array.asi8).groupby(hit["subscriber_id"].to_numpy()).min()
     after = later[later["at"].array.asi8 > later["subscriber_id"].map(first_hit).to_numpy()]
     people = after["subscriber_id"].nunique()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -55,10 +56,15 @@ def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
+def rows_frame(rows: list[dict], jobs: pd.DataFrame, payloads: Callable[[list[str]], dict],
                checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
-    """The incidents frame of the kept candidate ``rows``, sorted by impact."""
-    records = [_record(row, jobs, details) for row in rows]
+    """The incidents frame of the kept candidate ``rows`` (positions in the fetched ``jobs``),
+    sorted by impact; ``payloads(job_ids)`` gives jobs' last failed attempts' raw payloads."""
+    records = [_record(row, jobs) for row in rows]
+    failures = [record["example_error"] for record in records]
+    raw = payloads([failure["job_id"] for failure in failures if failure is not None])
+    for record, failure in zip(records, failures, strict=True):
+        record["example_error"] = None if failure is None else _example(failure, raw)
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     frame = frame.astype({k: v for k, v in COLUMNS.items() if k != "workflows"})
     frame = frame.sort_values(
@@ -69,7 +75,8 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, details: pd.DataFrame,
     return frame
 
 
-def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, Any]:
+def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
+    """The row's record; its ``example_error`` the first job that failed with its code."""
     hit = jobs.iloc[row["affected"]]
     keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
@@ -102,7 +109,7 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
         "notifications": notifications,
         "subscribers": subscribers,
         "workflows": workflows,
-        "example_error": _example(hit, code, details) if code else None,
+        "example_error": _first_failure(hit, code) if code else None,
         "providers": row.get("providers")
         or ([keys["provider_id"]] if keys.get("provider_id") else []),
     }
@@ -112,24 +119,23 @@ def _record(row: dict, jobs: pd.DataFrame, details: pd.DataFrame) -> dict[str, A
     return record
 
 
-def _example(hit: pd.DataFrame, code: str | None, details: pd.DataFrame) -> str | None:
-    """The provider's own payload of the incident's first failure, secrets masked."""
+def _first_failure(hit: pd.DataFrame, code: str | None) -> pd.Series | None:
+    """The incident's first job that failed (with ``code``)."""
     failing = hit[hit["met_failure"].to_numpy()]
     if code is not None:
         failing = failing[failing["error_code"].astype("string").eq(code).fillna(False)]
-    if failing.empty:
-        return None
-    job_id = failing["job_id"].iloc[0]
-    mine = details[details["job_id"].astype("string").eq(job_id).fillna(False)]
-    mine = mine[mine["status"].astype("string").eq("Failed").fillna(False)]
-    raw = mine["raw"].dropna()
-    if raw.empty:
-        text = failing["error_text"].iloc[0]
+    return None if failing.empty else failing.iloc[0]
+
+
+def _example(failure: pd.Series, raw: dict[str, str]) -> str | None:
+    """The provider's own payload of a failure (else its error text), secrets masked."""
+    if failure["job_id"] not in raw:
+        text = failure["error_text"]
         return None if pd.isna(text) else str(text)
     try:
-        return json.dumps(scrub(json.loads(raw.iloc[-1])))
+        return json.dumps(scrub(json.loads(raw[failure["job_id"]])))
     except (TypeError, ValueError):
-        return str(scrub(raw.iloc[-1]))
+        return str(scrub(raw[failure["job_id"]]))
 
 
 def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:

@@ -1,5 +1,6 @@
-"""What the scans count: the jobs (or notifications) by time with their flags, and the groups of
-each scan as count matrices (groups x time buckets)."""
+"""What the scans refine on: the rows fetched for significant periods (jobs or notifications) by
+time, with their flags (`toolkit.counts.SCANNED_JOBS`), and each scan's groups over them.
+The scans themselves read counts (`toolkit.counts.scan_counts`)."""
 
 from __future__ import annotations
 
@@ -51,38 +52,14 @@ class Grid:
         return np.clip(index, 0, self.count - 1).astype("int32")
 
 
-def start_time(jobs: pd.DataFrame) -> pd.Series:
-    """When each delivery job starts for the scans: its first execution detail, else its
-    trigger. Jobs already in this order (stable) are scanned without a copy of them."""
-    return jobs["started_at"].fillna(jobs["triggered_at"])
-
-
-def job_table(
-    jobs: pd.DataFrame, grid: Grid, reference: pd.DataFrame | None
-) -> tuple[pd.DataFrame, pd.Series]:
-    """Delivery jobs sorted by ``at`` (first execution detail, else trigger), with ``bucket``
-    and the flags the scans count, and the slow threshold of each (channel, provider): the
-    `SLOW_QUANTILE` of the time to send of ``reference`` (the baseline's jobs, default
-    ``jobs``). The table shares the columns it keeps with ``jobs``."""
-    at = start_time(jobs)
-    failed_attempts = jobs["failed_attempts"].to_numpy()
-    met_failure = failed_attempts > 0
-    send = metrics.time_to_send(jobs).to_numpy()
-    slow_above = _slow_above(jobs if reference is None else reference)
-    in_flight = metrics.has_outcome(jobs, "in_flight")
+def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
+    """Fetched `toolkit.counts.SCANNED_JOBS` rows sorted by ``at`` (their first execution
+    detail, else their trigger), with their ``bucket``."""
     kept = ["job_id", "notification_id", "subscriber_id", "workflow", "channel", "provider_id",
-            "ended_at", "error_code", "error_text", "domain"]  # fmt: skip
-    table = jobs[kept].assign(
-        at=at,
-        bucket=grid.of(at),
-        met_failure=met_failure,
-        tried=metrics.has_outcome(jobs, "finished", "failed") | met_failure,
-        retried=(failed_attempts >= 2) | (met_failure & in_flight),
-        attempted=metrics.has_outcome(jobs, "finished", "failed", "in_flight"),
-        time_to_send_s=send,
-        slow=send > _of_pair(jobs, slow_above),
-    )
-    return _in_time_order(table), slow_above
+            "ended_at", "error_code", "error_text", "domain", "at", "met_failure", "tried",
+            "retried", "attempted", "time_to_send_s", "slow"]  # fmt: skip
+    table = rows[kept].assign(bucket=grid.of(rows["at"]))
+    return _in_time_order(table)
 
 
 def event_end(table: pd.DataFrame, row: int) -> pd.Timestamp:
@@ -125,19 +102,6 @@ def _in_time_order(table: pd.DataFrame) -> pd.DataFrame:
     return table.take(order).reset_index(drop=True)
 
 
-def _slow_above(reference: pd.DataFrame) -> pd.Series:
-    pairs = [reference["channel"], reference["provider_id"]]
-    return metrics.time_to_send(reference).groupby(pairs, observed=True).quantile(SLOW_QUANTILE)
-
-
-def _of_pair(jobs: pd.DataFrame, values: pd.Series) -> np.ndarray:
-    """``values`` (by channel and provider) of each of ``jobs`` (NaN: none)."""
-    if values.empty:
-        return np.full(len(jobs), np.nan)
-    at = values.index.get_indexer(pd.MultiIndex.from_arrays([jobs["channel"], jobs["provider_id"]]))
-    return np.where(at >= 0, values.to_numpy("float64")[at], np.nan)
-
-
 @dataclass
 class Groups:
     """One scan's groups over a table: each row's trial group (-1: none), the row positions of
@@ -154,16 +118,6 @@ class Groups:
         own = self.members[group]
         at = np.minimum(np.searchsorted(own, rows), max(len(own) - 1, 0))
         return own[at] == rows if len(own) else np.zeros(len(rows), dtype=bool)
-
-    def matrices(self, bucket: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Events (groups x buckets) and trials (trial groups x buckets)."""
-        events = np.zeros((len(self.members), width), dtype="int64")
-        for group, rows in enumerate(self.members):
-            events[group] = np.bincount(bucket[rows], minlength=width)
-        inside = self.trial >= 0
-        count = int(self.trial.max(initial=-1)) + 1
-        flat = np.bincount(self.trial[inside] * width + bucket[inside], minlength=count * width)
-        return events, flat.reshape(count, width)
 
 
 def population(table: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -240,18 +194,3 @@ def _codes(frame: pd.DataFrame, keys: tuple[str, ...], mask: np.ndarray) -> tupl
     full = np.full(len(frame), -1, dtype="int32")
     full[mask] = rank[inverse]
     return full, tuples
-
-
-def base_counts(base: pd.DataFrame, spec: Spec, found: Groups, base_jobs=None) -> tuple:
-    """Events and trials of each of ``found``'s groups in the separate baseline (0 if absent)."""
-    theirs = groups(base, spec, base_jobs)
-    k_of = {
-        tuple(key.values()): len(rows)
-        for key, rows in zip(theirs.keys, theirs.members, strict=True)
-    }
-    counts = np.bincount(theirs.trial[theirs.trial >= 0], minlength=len(theirs.trial_keys))
-    n_of = dict(zip(theirs.trial_keys, counts, strict=True))
-    keys = [tuple(key.values()) for key in found.keys]
-    k = np.array([k_of.get(key, 0) for key in keys], dtype="float64")
-    n = np.array([n_of.get(key[: len(spec.keys)], 0) for key in keys], dtype="float64")
-    return k, n

@@ -183,22 +183,22 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
     return out + [row for row in rows if id(row) not in used]
 
 
-def impact(rows: list[dict], jobs: pd.DataFrame) -> None:
+def impact(rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
-    group has) and workflows (most jobs first), from the window's delivery jobs."""
-    for row in rows:
-        mine = np.ones(len(jobs), dtype=bool)
-        for name, value in row["keys"].items():
-            column = jobs[name].astype("string")
-            mine &= (column.isna() if value is None else column.eq(value)).fillna(False).to_numpy()
-        own = jobs[mine]
-        per_note = len(own) / own["notification_id"].nunique() if len(own) else 1.0
+    group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of the
+    rows' groups and periods."""
+    for n, row in enumerate(rows):
+        jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
+        per_note = jobs / notes if notes else 1.0
         gap = abs(row["expected"] - row["events"])
         row["notifications"] = round(gap / per_note)
-        at = own["triggered_at"]
-        period = own[(at >= row["start"]) & (at < row["end"])]
-        row["workflows"] = period["workflow"].dropna().value_counts().index.tolist()
-        if not row["workflows"]:
-            row["workflows"] = own["workflow"].dropna().value_counts().index.tolist()
-        if row["kind"] == "volume_spike" and len(period):  # edges on the jobs' own times
-            row["start"], row["end"] = period["triggered_at"].min(), period["triggered_at"].max()
+        named = counted[counted["workflow"].notna()]
+        row["workflows"] = _most(named, f"period_{n}") or _most(named, f"jobs_{n}")
+        if row["kind"] == "volume_spike" and counted[f"period_{n}"].sum():  # the jobs' own times
+            row["start"], row["end"] = counted[f"first_{n}"].min(), counted[f"last_{n}"].max()
+
+
+def _most(counted: pd.DataFrame, column: str) -> list[str]:
+    """The workflows with jobs in ``column``, most first."""
+    ranked = counted[counted[column] > 0].sort_values([column, "workflow"], ascending=[False, True])
+    return ranked["workflow"].astype(str).tolist()

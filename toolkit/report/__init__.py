@@ -62,7 +62,6 @@ __all__ = [
     "headline",
     "headline_lines",
     "report_window",
-    "store_incidents",
     "store_report",
     "write_report",
 ]
@@ -354,13 +353,6 @@ def store_report(
                          source=source, filters=selection.filters, top=top)  # fmt: skip
 
 
-def store_incidents(store, since: Any = None, until: Any = None):
-    """`toolkit.find_incidents` of a window of a store (``since``/``until`` from its watermark,
-    default all of it), as the report finds them."""
-    start, end = store._bounds(since, until)
-    return _find_incidents(store, start, end)
-
-
 # --------------------------------------------------------------------------------------------
 
 
@@ -396,36 +388,16 @@ def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
 
 
 def _find_incidents(source: Any, after: datetime | None, before: datetime | None) -> pd.DataFrame:
-    """`toolkit.find_incidents` of a window: the one call of the report (an Activity: its
-    frames; a store: the rows it reads today, the window's delivery jobs, its notifications and
-    their Failed execution details)."""
+    """`toolkit.find_incidents` of a window, the report's one call: counted by the source's
+    engine (a store's weeks before the window are the volume's baseline)."""
     from toolkit.incidents import find_incidents
+    from toolkit.store.reader import Store, _Selection
 
     if after is None and before is None:
         return find_incidents(source)
-    from toolkit.counts import window_rows
-    from toolkit.frames import Activity
-    from toolkit.store import layout
-
-    window = {"after": after, "before": before}
-    failed = "CAST(status AS STRING) = 'Failed'"
-    rows = {
-        "notifications": window_rows(source, "notifications", _NOTIFIED, **window),
-        "jobs": layout.arrow_schema("jobs", COLUMNS["jobs"]).empty_table(),
-        "execution_details": window_rows(
-            source, "execution_details", COLUMNS["execution_details"], where=failed, **window
-        ),  # fmt: skip
-    }
-    frames = []
-    for table in layout.TABLES:
-        spec = [column for column in layout.SPECS[table] if column.name in rows[table].column_names]
-        frames.append(layout.frame_from_arrow(rows[table], spec))
-        frames[-1].attrs = {"after": pd.Timestamp(after), "before": pd.Timestamp(before)}
-    return find_incidents(Activity(*frames), jobs=metrics.delivery_jobs(source, **window))
-
-
-#: What `_find_incidents` reads of a store's notifications.
-_NOTIFIED = ("notification_id", "created_at", "workflow_identifier", "transaction_id", "status")
+    store = source.store if isinstance(source, _Selection) else source
+    baseline = store if isinstance(store, Store) else None
+    return find_incidents(source, after=after, before=before, baseline=baseline)
 
 
 def _contents(window: Window, before, incidents, top: int, counts=None) -> dict[str, Any]:
