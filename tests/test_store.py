@@ -16,7 +16,6 @@ import pytest
 
 import toolkit
 from tests.conftest import wait_for
-from toolkit._cli import reads_store
 from toolkit.client import connect
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents
@@ -307,8 +306,8 @@ def test_incidents_from_a_store(synced, capsys):
 
 
 def test_the_report_program_over_a_store_writes_the_library_s_report(synced, tmp_path):
-    """``python -m toolkit report --store`` tunes its allocators (`toolkit._allocator`): the
-    report it writes is `toolkit.report.store_report`'s, byte for byte."""
+    """``python -m toolkit report --store`` writes `toolkit.report.store_report`'s report,
+    byte for byte."""
     path, program, library = synced[0], tmp_path / "program.html", tmp_path / "library.html"
     command = [sys.executable, "-m", "toolkit", "report", "--store", str(path), "--since", "1d"]
     done = subprocess.run([*command, "--out", str(program)], capture_output=True, text=True)
@@ -329,21 +328,3 @@ def test_the_store_imports_neither_the_report_nor_the_incidents():
         assert not re.search(r"(from|import) +toolkit\.(report|incidents)", module.read_text()), (
             module
         )
-
-
-@pytest.mark.parametrize(
-    ("argv", "expected"),
-    [(["--store", "s"], True), (["--since", "1d", "--store=s"], True), (["--since", "1d"], False),
-     (["--store"], False)],
-)  # fmt: skip
-def test_the_program_knows_when_it_reads_a_store(argv, expected):
-    assert reads_store(argv) is expected
-
-
-def test_returning_freed_memory_switches_arrow_to_the_system_allocator():
-    code = (
-        "import pyarrow as pa; from toolkit._allocator import return_freed_memory;"
-        " return_freed_memory(); print(pa.default_memory_pool().backend_name)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "system"

@@ -43,13 +43,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] in (["report"], ["incidents"]):
-        from toolkit._cli import reads_store
-
-        if reads_store(sys.argv[2:]):  # one big job: what it frees goes back to the system
-            from toolkit._allocator import return_freed_memory
-
-            return_freed_memory()
     code = main()
     if sys.argv[1:2] == ["report"]:
         # Written and printed: exit without freeing the heap object by object (0.4-0.6 s of a

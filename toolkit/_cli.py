@@ -107,14 +107,6 @@ def start_sandbox(argv: list[str]) -> None:
     adopt_local_sandbox(sandbox)
 
 
-def reads_store(argv: list[str]) -> bool:
-    """Whether a command's arguments (``argv``) name a store (``--store``)."""
-    try:
-        return bool(_early(argv).store)
-    except SystemExit:
-        return False
-
-
 def _early(argv: list[str]) -> argparse.Namespace:
     """The options that decide what a command reads, parsed before the command is imported."""
     early = argparse.ArgumentParser(add_help=False)
