@@ -56,3 +56,9 @@ def test_a_group_without_a_timed_job_has_no_percentile():
     table = counts.summary(jobs, "channel")
     assert table["p50"].isna().tolist() == [True, False]
     assert table["p50"].iloc[1] == 3.5 and table["n"].tolist() == [0, 2]
+
+
+def test_no_timed_job_at_all_gives_no_percentile():
+    jobs = _jobs().head(2).assign(time_to_deliver_s=np.nan)
+    assert counts.summary(jobs)["p50"].isna().all()
+    assert len(counts.summary(jobs.head(0), "channel")) == 0

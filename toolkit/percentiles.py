@@ -59,6 +59,8 @@ def percentiles(
     for number, grouping in enumerate(sets):
         for group, rows in _groups(hist, list(grouping)):
             counts = rows.groupby("bin")["c"].sum().sort_index()
+            if not len(counts):  # nothing timed at all
+                continue
             before = counts.cumsum().to_numpy() - counts.to_numpy()
             for name, q in quantiles.items():
                 h = q * (int(counts.sum()) - 1)
