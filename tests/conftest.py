@@ -57,3 +57,14 @@ def fresh_sandbox():
 
     with start(seed=11, now=NOW, notifications=600, subscribers=120) as handle:
         yield handle
+
+
+@pytest.fixture(scope="session")
+def store_path(sandbox, tmp_path_factory):
+    """A store synced from the shared sandbox's last two days: tests read it (or copy it)."""
+    import toolkit
+    from toolkit.client import connect
+
+    path = tmp_path_factory.mktemp("synced") / "store"
+    toolkit.sync(connect(sandbox=sandbox, progress=False), path, since="2d")
+    return path

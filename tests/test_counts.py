@@ -153,13 +153,6 @@ def test_literals_read_the_same_on_every_engine(text, request):
         assert [tuple(row) for row in spark.sql(sql).collect()] == [(text, None)]
 
 
-@pytest.fixture(scope="module")
-def store_path(sandbox, tmp_path_factory):
-    path = tmp_path_factory.mktemp("counts") / "store"
-    toolkit.sync(connect(sandbox=sandbox, progress=False), path, since="2d")
-    return path
-
-
 def test_a_store_counts_what_its_activity_counts(store_path):
     store = toolkit.open_store(store_path)
     window = {"after": "30h", "before": "2h"}

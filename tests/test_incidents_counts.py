@@ -14,16 +14,8 @@ import toolkit
 from tests.test_charts import T0, _detail, _job, _notification
 from tests.test_counts import spark, spark_missing  # noqa: F401 (the Spark session fixture)
 from toolkit import counts
-from toolkit.client import connect
 from toolkit.frames import activity_frames
 from toolkit.incidents import COLUMNS, find_incidents
-
-
-@pytest.fixture(scope="module")
-def store_path(sandbox, tmp_path_factory):
-    path = tmp_path_factory.mktemp("incidents") / "store"
-    toolkit.sync(connect(sandbox=sandbox, progress=False), path, since="2d")
-    return path
 
 
 def test_a_store_finds_what_its_activity_finds(store_path):
