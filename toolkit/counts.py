@@ -706,7 +706,7 @@ def scanned_job_rows(
     half-open range of a time column, ``"column"``, default ``scan_at``; None: unbounded) and
     ``"among": (column, values)``."""
     with _window_of(source, after, before) as (rel, start, end):
-        chosen = " OR ".join(f"({_condition(one, rel.engine)})" for one in where) or "false"
+        chosen = " OR ".join(f"({_condition(one)})" for one in where) or "false"
         return rel.query(
             f"{_scanned(source, rel, start, end, slow_above)}"
             f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
@@ -729,9 +729,9 @@ def group_counts(
     with _window_of(source, after, before) as (rel, start, end):
         columns = []
         for n, (keys, low, high) in enumerate(groups):
-            mine = _condition(keys, rel.engine)
-            period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'}, rel.engine)}"  # fmt: skip
-            near = f"{mine} AND {_condition({'at': (low - NEAR, high), 'column': 'triggered_at'}, rel.engine)}"  # fmt: skip
+            mine = _condition(keys)
+            period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'})}"  # fmt: skip
+            near = f"{mine} AND {_condition({'at': (low - NEAR, high), 'column': 'triggered_at'})}"  # fmt: skip
             columns += [
                 f"CAST(count(CASE WHEN {near} THEN 1 END) AS BIGINT) AS jobs_{n}",
                 f"CAST(count(DISTINCT CASE WHEN {near} THEN notification_id END) AS BIGINT) AS notifications_{n}",  # fmt: skip
@@ -758,7 +758,7 @@ def failure_payloads(
     if not len(job_ids):
         return {}
     with _window_of(source, after, before) as (rel, start, end):
-        listed = ", ".join(_quote(job_id, rel.engine) for job_id in job_ids)
+        listed = ", ".join(_literal(job_id) for job_id in job_ids)
         table = rel.query(
             "SELECT job_id, raw, created_at FROM execution_details WHERE notification_id IN"
             " (SELECT notification_id FROM notifications WHERE unix_micros(created_at) BETWEEN"
@@ -929,7 +929,7 @@ def _scanned(source, rel, start, end, slow_above: pd.DataFrame) -> str:
     """The ``WITH`` clause defining ``scanned`` (`SCANNED_JOBS`) of the window, with the slow
     thresholds of ``slow_above`` inlined."""
     thresholds = [
-        f"SELECT {_quote(row.channel, rel.engine)} AS channel, {_quote(row.provider_id, rel.engine)}"
+        f"SELECT {_literal(row.channel)} AS channel, {_literal(row.provider_id)}"
         f" AS provider_id, CAST({float(row.slow_above)!r}E0 AS DOUBLE) AS slow_above"
         for row in slow_above.itertuples()
         if not pd.isna(row.provider_id) and not pd.isna(row.slow_above)
@@ -950,17 +950,7 @@ def _bucket(column: str, origin: pd.Timestamp, step: pd.Timedelta, count: int) -
     return f"CAST(greatest(0, least({count - 1}, coalesce({index}, 0))) AS BIGINT)"
 
 
-def _quote(value: Any, engine: str) -> str:
-    """``value`` as a string literal of ``engine``'s dialect (NULL when missing)."""
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-        return "CAST(NULL AS STRING)"
-    text = str(value)
-    if engine == "duckdb":
-        return "'" + text.replace("'", "''") + "'"
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _condition(one: dict[str, Any], engine: str) -> str:
+def _condition(one: dict[str, Any]) -> str:
     parts = []
     for name, value in one.items():
         if name == "at":
@@ -972,11 +962,11 @@ def _condition(one: dict[str, Any], engine: str) -> str:
                 parts.append(f"unix_micros({column}) < {_micros(high, 0)}")
         elif name == "among":
             column, values = value
-            listed = ", ".join(_quote(v, engine) for v in values)
+            listed = ", ".join(_literal(v) for v in values)
             parts.append(f"{column} IN ({listed})" if listed else "false")
         elif name != "column":
             is_missing = value is None or value is pd.NA
-            parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_quote(value, engine)}")
+            parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_literal(value)}")
     return " AND ".join(parts) or "true"
 
 
