@@ -9,7 +9,7 @@ import pytest
 
 from toolkit import delivery_counts
 from toolkit.errors import ParameterError
-from toolkit.incidents import find_incidents, season
+from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -137,8 +137,52 @@ def test_dispersion_is_measured_not_assumed():
     rng = np.random.default_rng(0)
     poisson = rng.poisson(20.0, (1, 4, season.WEEK)).astype(float)
     bursty = rng.negative_binomial(4, 4 / 24, (1, 4, season.WEEK)).astype(float)  # mean 20
-    assert season.dispersion(poisson)[0] < 1.3
-    assert season.dispersion(bursty)[0] > 3
+    assert season.dispersion(poisson)[0, 0] < 1.3
+    assert season.dispersion(bursty)[0, 0] > 3
+
+
+def test_quiet_hours_vary_less_than_busy_ones():
+    # a day of 2 an hour at night and 60 by day, each hour's rate scaled by its own gamma
+    # draw (relative variance 0.05): variance 1 * e + 0.05 * e**2, measured (against the
+    # median of five other weeks, itself uncertain: a little more)
+    rng = np.random.default_rng(1)
+    rate = np.tile(np.where(np.arange(24) < 8, 2.0, 60.0), 7)
+    weeks = rng.poisson(rate * rng.gamma(20, 1 / 20, (1, 6, season.WEEK))).astype(float)
+    a, b = season.dispersion(weeks)[0]
+    assert 0.03 < b < 0.09
+    night, day = season.hourly_variance(np.array([[a, b]]), np.array([[2.0, 60.0]]))[0]
+    assert night / 2 < 2.5 and day / 60 > 4  # a quiet night is not tested as a busy afternoon
+
+
+def test_whole_days_busier_or_quieter_are_measured():
+    # each day's rate scaled as a whole (relative variance 0.02) on top of Poisson hours
+    rng = np.random.default_rng(2)
+    rate = np.full((1, 8, season.WEEK), 40.0)
+    level = np.repeat(rng.gamma(50, 1 / 50, (1, 8, 7)), 24, axis=2)
+    weeks = rng.poisson(rate * level).astype(float)
+    spread = season.day_spread(weeks, season.dispersion(weeks))[0]
+    assert 0.01 < spread < 0.04
+    flat = rng.poisson(rate).astype(float)
+    assert season.day_spread(flat, season.dispersion(flat))[0] < 0.005
+
+
+def test_the_count_tail_is_negative_binomial():
+    # mean 20, variance 60: nothing sent is about 1 in 3.6e6 (a Poisson law: 1 in 4.9e8)
+    assert scan.count_p_value(0, 20.0, 3.0, low=True) == pytest.approx(3**-10)
+    assert scan.count_p_value(0, 20.0, 1.0, low=True) == pytest.approx(np.exp(-20))
+    # the upper tail, P(X >= 50), heavier than a Poisson law's of the same mean
+    assert scan.count_p_value(50, 20.0, 3.0, low=False) > 100 * scan.count_p_value(
+        50, 20.0, 1.0, low=False
+    )
+
+
+def test_overlapping_periods_count_as_the_disjoint_periods_that_fit():
+    # every run of 1 to 4 buckets of 8: 8 + 7 + 6 + 5 periods, as many tests as
+    # 8/1 + 7/2 + 6/3 + 5/4 disjoint ones
+    valid = np.ones((8, 4), dtype=bool)
+    valid[np.arange(8)[:, None] + np.arange(1, 5)[None, :] > 8] = False
+    tests = scan.effective_tests(valid, np.arange(1, 5)[None, :])
+    assert tests == pytest.approx(8 + 7 / 2 + 6 / 3 + 5 / 4)
 
 
 def test_a_one_off_week_does_not_move_the_season():
