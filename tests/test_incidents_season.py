@@ -242,3 +242,30 @@ def test_a_baseline_of_other_groups_is_refused(shaped):
     counts.attrs.update(after=(after - HISTORY).isoformat(), before=after.isoformat())
     with pytest.raises(ParameterError, match="same service"):
         find_incidents(activity, baseline=counts)
+
+
+def test_a_channel_varies_as_its_workflows_do_not_as_its_steadiest_sends():
+    # four weeks of one channel: people's sends (40 an hour by day, each hour's rate scaled by
+    # its own gamma draw) split between two providers, which move together, and a nightly
+    # batch of about 300 that hardly varies
+    rng = np.random.default_rng(3)
+    hours = pd.date_range("2026-10-01", periods=4 * season.WEEK, freq="h", tz="UTC")
+    rate = np.where((hours.hour >= 8) & (hours.hour < 20), 40.0, 2.0)
+    people = rng.poisson(rate * rng.gamma(10, 1 / 10, len(hours)))
+    first = rng.binomial(people, 0.5)
+    batch = np.where(hours.hour == 2, rng.binomial(320, 0.95, len(hours)), 0)
+    counts = pd.concat([
+        pd.DataFrame({"bucket": hours, "channel": "email", "provider_id": provider,
+                      "workflow": workflow, "jobs": jobs})
+        for provider, workflow, jobs in (("p1", "people", first), ("p2", "people", people - first),
+                                         ("p1", "batch", batch))
+    ])  # fmt: skip
+    built = season.build(lambda: counts, hours[0], hours[-1] + season.HOUR)
+    busy = np.flatnonzero(built.hours.hour == 14)
+    channel = built.groups("channel")[3][0][0, busy]
+    workflows = dict(zip([k["workflow"] for k in built.groups("workflow")[0]],
+                         built.groups("workflow")[3][0], strict=True))  # fmt: skip
+    cells = [n for n, key in enumerate(built.keys) if key[2] == "people"]
+    apart = season.hourly_variance(season.dispersion(built.reference), built.expected)[cells]
+    assert (channel >= 0.95 * workflows["people"][busy]).all()
+    assert (channel > 1.4 * apart[:, busy].sum(0)).all()  # the providers' parts move together

@@ -42,6 +42,8 @@ MIN_WEEKS = 3
 CHI2_MEDIAN = 0.4549
 #: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
 TRIM = 0.005
+#: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
+SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 
 
 @dataclass
@@ -66,7 +68,11 @@ class Season:
 
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
-        their variance (groups x hours, and the `day_spread` of each), and their cells."""
+        their variance (groups x hours, and the `day_spread` of each), and their cells.
+
+        A group's hourly variance is the sum of its workflows' parts' (each part's cells
+        summed, then measured: `dispersion`), or its own when larger; its spread the parts'
+        spreads weighted by their squared expected counts, or its own when larger."""
         names = LEVELS[level]
         at = [CELL.index(name) for name in names]
         group_keys = sorted({tuple(key[i] for i in at) for key in self.keys}, key=str)
@@ -75,15 +81,33 @@ class Season:
         summed = np.zeros((len(group_keys), len(self.keys)))
         summed[member, np.arange(len(self.keys))] = 1
         observed, expected = summed @ self.observed, summed @ self.expected
-        # cells of one group may move together (a notification's jobs on two channels): the
-        # group's own dispersion, when larger, is the one that holds
-        weekly = np.einsum("gc,cwh->gwh", summed, self.reference)
-        own = dispersion(weekly)
-        variance = np.maximum(summed @ hourly_variance(dispersion(self.reference), self.expected),
+        # a workflow's sends on its channels and providers move together (the same
+        # notifications), different workflows' apart: a group varies as the sum of its
+        # workflows' parts, each measured whole, or as it does itself when that is more
+        flows = CELL.index("workflow")
+        part_keys = sorted(
+            {(m, key[flows]) for m, key in zip(member, self.keys, strict=True)}, key=str
+        )
+        parts = np.zeros((len(part_keys), len(self.keys)))
+        index = {key: n for n, key in enumerate(part_keys)}
+        for c, (m, key) in enumerate(zip(member, self.keys, strict=True)):
+            parts[index[m, key[flows]], c] = 1
+        of_group = np.zeros((len(group_keys), len(part_keys)))
+        of_group[[m for m, _ in part_keys], np.arange(len(part_keys))] = 1
+        weekly, part_weekly = (np.einsum("gc,cwh->gwh", m, self.reference) for m in (summed, parts))
+        own, part_model = dispersion(weekly), dispersion(part_weekly)
+        part_expected = parts @ self.expected
+        variance = np.maximum(of_group @ hourly_variance(part_model, part_expected),
                               hourly_variance(own, expected))  # fmt: skip
+        weight = part_expected.sum(1) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = (of_group @ (day_spread(part_weekly, part_model) * weight)) / (
+                of_group @ weight
+            )
+        spread = np.maximum(np.nan_to_num(spread), day_spread(weekly, own))
         cells = [np.flatnonzero(member == n) for n in range(len(group_keys))]
         named = [dict(zip(names, key, strict=True)) for key in group_keys]
-        return named, observed, expected, (variance, day_spread(weekly, own)), cells
+        return named, observed, expected, (variance, spread), cells
 
 
 def build(
@@ -240,41 +264,29 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     squared, over its variance (its hours' plus ``s * u**2``), has the median of a chi-square
     law of one degree of freedom, `CHI2_MEDIAN` (0 when days vary no more than their hours
     do). A period of expected count ``e`` then has its hours' variance plus ``s * e**2``."""
-    out = np.zeros(len(weekly))
     days = weekly.shape[2] // 24
+    square, hours, usual = [], [], []
+    for week in range(weekly.shape[1]):  # each week against the median of the others
+        day = center(np.delete(weekly, week, axis=1)).reshape(len(weekly), days, 24)
+        total = day.sum(2)
+        square.append((weekly[:, week].reshape(len(weekly), days, 24).sum(2) - total) ** 2)
+        hours.append((model[:, :1, None] * day + model[:, 1:, None] * day**2).sum(2))
+        usual.append(total)
+    square, hours, usual = (np.concatenate(x, axis=1) for x in (square, hours, usual))
+    out = np.zeros(len(weekly))
     for group in range(len(weekly)):
-        square, hours, usual = [], [], []
-        for week in range(weekly.shape[1]):
-            expected = center(np.delete(weekly[group : group + 1], week, axis=1))
-            day = expected.reshape(days, 24)
-            ok = day.sum(1) >= 20
-            seen = weekly[group, week].reshape(days, 24).sum(1)[ok]
-            square.append((seen - day.sum(1)[ok]) ** 2)
-            hours.append(hourly_variance(model[group : group + 1], day[ok]).sum(1))
-            usual.append(day.sum(1)[ok] ** 2)
-        square, hours, usual = map(np.concatenate, (square, hours, usual))
-        if len(square) < 5:  # the median: days of incidents or of a provider moved are few
-            continue
-        out[group] = _spread(square, hours, usual)
+        ok = usual[group] >= 20
+        if ok.sum() >= 5:  # the median: days of incidents or of a provider moved are few
+            out[group] = _spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
 
 
 def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
-    """The ``s >= 0`` at which the median of ``square / (hours + s * usual)`` is
-    `CHI2_MEDIAN` (bisection: it falls as ``s`` grows)."""
-
-    def ratio(s: float) -> float:
-        return float(np.median(square / (hours + s * usual)))
-
-    if ratio(0.0) <= CHI2_MEDIAN:
-        return 0.0
-    low, high = 0.0, 1.0
-    while ratio(high) > CHI2_MEDIAN and high < 1e6:
-        high *= 10
-    for _ in range(40):
-        middle = (low + high) / 2
-        low, high = (low, middle) if ratio(middle) <= CHI2_MEDIAN else (middle, high)
-    return high
+    """The smallest of `SPREADS` at which the median of ``square / (hours + s * usual)`` is at
+    most `CHI2_MEDIAN` (it falls as ``s`` grows)."""
+    ratio = np.median(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
+    below = ratio <= CHI2_MEDIAN
+    return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 
 
 def _keys(*frames: pd.DataFrame) -> list[tuple]:
