@@ -269,3 +269,54 @@ def test_a_channel_varies_as_its_workflows_do_not_as_its_steadiest_sends():
     apart = season.hourly_variance(season.dispersion(built.reference), built.expected)[cells]
     assert (channel >= 0.95 * workflows["people"][busy]).all()
     assert (channel > 1.4 * apart[:, busy].sum(0)).all()  # the providers' parts move together
+
+
+def test_what_a_drop_missed_is_counted_at_its_days_level():
+    # four weeks of 60 an hour by day, 6 at night, each day busier or quieter as a whole
+    # (relative variance 0.03); then a day running at 70% of usual all along, silent from
+    # 10:00 to 15:00: what is missing is 70% of a usual day's hours, not 100%
+    from toolkit.incidents import volume
+    from toolkit.incidents.scan import Evidence
+
+    rng = np.random.default_rng(4)
+    hours = pd.date_range("2026-10-01", periods=29 * 24, freq="h", tz="UTC")
+    rate = np.where((hours.hour >= 7) & (hours.hour < 22), 60.0, 6.0)
+    level = np.repeat(rng.gamma(33, 1 / 33, 29), 24)
+    level[-24:] = 0.7
+    jobs = rng.poisson(rate * level)
+    silent = np.zeros(len(hours), dtype=bool)
+    silent[-24 + 10 : -24 + 15] = True
+    missing = int(jobs[silent].sum())
+    jobs[silent] = 0
+    counts = pd.DataFrame({"bucket": hours, "channel": "email", "provider_id": "p1",
+                           "workflow": "people", "jobs": jobs})  # fmt: skip
+    day = hours[-24]
+    built = season.build(lambda: counts[counts["bucket"] >= day], day, hours[-1] + season.HOUR,
+                         counts[counts["bucket"] < day], (hours[0], day))  # fmt: skip
+    scan, groups = volume.scans(built, Evidence(10, 5, 2.0))["workflow", True]
+    row = volume.candidate(built, "workflow", True, groups, scan.first_round()[0], scan.tests)
+    usual = built.expected[0, row["first"] : row["stop"]].sum()
+    assert abs(row["expected"] - row["events"] - missing) <= 0.1 * missing
+    assert usual - row["events"] > 1.25 * missing  # the usual day's count: far too many
+
+
+def test_a_campaign_sent_at_the_usual_failure_rate_is_no_failure_incident(week):
+    # ten times the usual email for two hours, failing as often as usual: no failure row in it
+    # but the planted incidents' own
+    _, planted, found = week
+    campaign = planted_of(planted, "campaign")
+    during = found[
+        found["channel"].eq("email").fillna(False)
+        & (found["started_at"] <= campaign["end"])
+        & (found["ended_at"] >= campaign["start"])
+        & ~found["kind"].isin(["volume_spike", "volume_drop", "traffic_shift"])
+    ]
+    kinds = {"degradation": "error_spike"}
+    for _, row in during.iterrows():
+        assert any(
+            kinds.get(p["kind"], p["kind"]) == row["kind"]
+            and p["channel"] == "email"
+            and p["start"] <= row["ended_at"]
+            and p["end"] >= row["started_at"]
+            for p in planted
+        ), row["summary"]

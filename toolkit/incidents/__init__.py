@@ -59,7 +59,10 @@ summary say so. A store's days without files are gaps: the history's weeks touch
 left out (fewer than three whole weeks left: the fallback). A baseline sharing no (channel,
 provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
-group's jobs per notification.
+group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
+busier or quieter than the season's usual one): scaled by the group's jobs over its expected
+jobs in the 24 hours either side, weighed by how much its days vary against how uncertain that
+ratio is (`volume._level`).
 
 Failures
 --------
