@@ -63,6 +63,7 @@ def test_a_workflow_that_stops_is_one_volume_drop_with_what_is_missing(week):
     assert row["workflows"][0] == stop["workflow"] and pd.isna(row["channel"])
     assert row["started_at"] <= stop["end"] and row["ended_at"] >= stop["start"]
     assert abs(row["notifications"] - stop["notifications"]) <= 0.2 * stop["notifications"]
+    assert isinstance(found.attrs["checked"]["tests"], int)  # periods, as people count them
 
 
 def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
