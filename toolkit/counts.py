@@ -722,30 +722,52 @@ def group_counts(
     source: Any, *, after=None, before=None, groups: Sequence[tuple[dict, Any, Any]]
 ) -> pd.DataFrame:
     """Per ``workflow``, for each ``(keys, start, end)`` of ``groups`` (``n`` its position):
-    the group's delivery jobs (``keys``: column values, None for missing) ``jobs_n`` and their
-    notifications ``notifications_n`` (distinct; a notification has one workflow, so they add
-    up over workflows), and of them those triggered in ``[start, end)``: ``period_n``, their
-    first and last trigger ``first_n``, ``last_n``."""
+    the group's delivery jobs (``keys``: column values, None for missing) triggered from the
+    `NEAR` week before ``start`` to ``end``, ``jobs_n``, and their notifications
+    ``notifications_n`` (distinct; a notification has one workflow, so they add up over
+    workflows), and of them those triggered in ``[start, end)``: ``period_n``, their first and
+    last trigger ``first_n``, ``last_n``; a row per workflow with a job in those weeks.
+
+    Only those weeks are read, a store's a day at a time: a notification's jobs share its
+    trigger, so the distinct notifications of days add up, and memory follows a day's
+    notifications, not a week's."""
+    columns, near_any = [], []
+    for n, (keys, low, high) in enumerate(groups):
+        mine = _condition(keys)
+        period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'})}"  # fmt: skip
+        near = f"{mine} AND {_condition({'at': (low - NEAR, high), 'column': 'triggered_at'})}"  # fmt: skip
+        near_any.append(f"({near})")
+        columns += [
+            f"CAST(count(CASE WHEN {near} THEN 1 END) AS BIGINT) AS jobs_{n}",
+            f"CAST(count(DISTINCT CASE WHEN {near} THEN notification_id END) AS BIGINT) AS notifications_{n}",  # fmt: skip
+            f"CAST(count(CASE WHEN {period} THEN 1 END) AS BIGINT) AS period_{n}",
+            f"min(CASE WHEN {period} THEN triggered_at END) AS first_{n}",
+            f"max(CASE WHEN {period} THEN triggered_at END) AS last_{n}",
+        ]
+    days = []
     with _window_of(source, after, before) as (rel, start, end):
-        columns = []
-        for n, (keys, low, high) in enumerate(groups):
-            mine = _condition(keys)
-            period = f"{mine} AND {_condition({'at': (low, high), 'column': 'triggered_at'})}"  # fmt: skip
-            near = f"{mine} AND {_condition({'at': (low - NEAR, high), 'column': 'triggered_at'})}"  # fmt: skip
-            columns += [
-                f"CAST(count(CASE WHEN {near} THEN 1 END) AS BIGINT) AS jobs_{n}",
-                f"CAST(count(DISTINCT CASE WHEN {near} THEN notification_id END) AS BIGINT) AS notifications_{n}",  # fmt: skip
-                f"CAST(count(CASE WHEN {period} THEN 1 END) AS BIGINT) AS period_{n}",
-                f"min(CASE WHEN {period} THEN triggered_at END) AS first_{n}",
-                f"max(CASE WHEN {period} THEN triggered_at END) AS last_{n}",
-            ]
-        table = rel.query(
-            f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) SELECT workflow,"
-            f" {', '.join(columns)} FROM delivery_jobs GROUP BY workflow"
-        )
-    frame = table.to_pandas()
+        first = min(low for _, low, _ in groups) - NEAR
+        last = max(high for _, _, high in groups)
+        first, last = max(first, start or first), min(last, end or last)
+        spans = [(first, last)] if first <= last else []
+        if rel.partitioned:  # a store's days one at a time
+            day = pd.Timedelta(days=1)
+            spans = [(max(at, first), min(at + day - pd.Timedelta(microseconds=1), last))
+                     for at in pd.date_range(first.floor("D"), last, freq="D")]  # fmt: skip
+        for low, high in spans:
+            days.append(rel.query(
+                f"WITH delivery_jobs AS ({_delivery_jobs(low, high, rel, source)}) SELECT workflow,"
+                f" {', '.join(columns)} FROM delivery_jobs WHERE {' OR '.join(near_any)}"
+                " GROUP BY workflow"
+            ).to_pandas())  # fmt: skip
+    names = ["workflow", *(column.rsplit(" AS ", 1)[1] for column in columns)]
+    frame = pd.concat(days, ignore_index=True) if days else pd.DataFrame(columns=names)
     frame["workflow"] = frame["workflow"].astype("string")
+    added = {name: "min" if name.startswith("first_") else "max" if name.startswith("last_") else "sum" for name in frame.columns[1:]}  # fmt: skip
+    frame = frame.groupby("workflow", dropna=False, sort=False).agg(added).reset_index()
     for n in range(len(groups)):
+        for name in (f"jobs_{n}", f"notifications_{n}", f"period_{n}"):
+            frame[name] = frame[name].astype("int64")
         for name in (f"first_{n}", f"last_{n}"):
             frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
     return frame
