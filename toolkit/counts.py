@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.errors import ParameterError
 from toolkit.percentiles import percentiles
@@ -44,6 +45,7 @@ __all__ = [
     "group_counts",
     "scan_counts",
     "scan_reference",
+    "scan_window",
     "scanned_job_rows",
     "sent_counts",
     "notification_count",
@@ -160,12 +162,12 @@ LEFT JOIN slow_above t ON j.channel = t.channel AND j.provider_id = t.provider_i
 
 #: What the incident finder's scans count per bucket and group (`scan_counts`), over
 #: `SCANNED_JOBS`: the jobs tried and those of them that met a failure, the jobs sent
-#: (``time_to_send_s`` known) and those sent slowly.
+#: (``time_to_send_s`` known); `scan_counts` adds ``slow``, those sent above their pair's
+#: threshold (`SCANNED_JOBS`' ``slow``, counted from the bins of `toolkit.percentiles`).
 SCAN_COUNTS = {
     "tried": "sum(CASE WHEN tried THEN 1 ELSE 0 END)",
     "met_failure": "sum(CASE WHEN tried AND met_failure THEN 1 ELSE 0 END)",
     "sent": "count(time_to_send_s)",
-    "slow": "sum(CASE WHEN slow THEN 1 ELSE 0 END)",
 }
 
 
@@ -210,11 +212,9 @@ def delivery_counts(
 
     step = bucket_width(freq)
     dimensions = _dimensions(by)
-    micros = step // pd.Timedelta(microseconds=1)
     keys = ", ".join(dimensions)
     sql = (
-        f"SELECT CAST(floor(unix_micros(triggered_at) / {micros}) AS BIGINT) * {micros} AS bucket"
-        f"{', ' + keys if keys else ''}, "
+        f"SELECT {_bucketed(step)} AS bucket{', ' + keys if keys else ''}, "
         + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in COUNTS.items())
         + " FROM delivery_jobs GROUP BY "
         + ", ".join(str(i) for i in range(1, len(dimensions) + 2))
@@ -231,14 +231,20 @@ def delivery_counts(
             table = rel.query(
                 f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) {sql}"
             )
+    return _counts_frame(table, dimensions, step, start, end, rel.engine)
+
+
+def _bucketed(step: pd.Timedelta) -> str:
+    """A delivery job's bucket of `delivery_counts`: its trigger floored to ``step``."""
+    micros = step // pd.Timedelta(microseconds=1)
+    return f"CAST(floor(unix_micros(triggered_at) / {micros}) AS BIGINT) * {micros}"
+
+
+def _counts_frame(table, dimensions, step, start, end, engine) -> pd.DataFrame:
+    """The frame `delivery_counts` returns from the engine's rows."""
     frame = _typed(table, dimensions)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
-    frame.attrs = {
-        "freq": step,
-        "after": _iso(start),
-        "before": _iso(end),
-        "engine": rel.engine,
-    }
+    frame.attrs = {"freq": step, "after": _iso(start), "before": _iso(end), "engine": engine}
     return frame
 
 
@@ -619,19 +625,68 @@ def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.
     none was sent): what the incident scans' grid and slow threshold are set from."""
     pair = ["channel", "provider_id"]
     with _window_of(source, after, before) as (rel, start, end):
+        frame, _, hist = _window_pass(source, rel, start, end, None)
         jobs = f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
-        table = rel.query(
-            f"{jobs} SELECT channel, provider_id, CAST(count(*) AS BIGINT) AS jobs,"
-            f" min({AT}) AS first_at, max({AT}) AS last_at,"
-            " min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger"
-            " FROM delivery_jobs GROUP BY channel, provider_id"
-        )
-        timings = percentiles(lambda sql: rel.query(jobs + sql), pair, [pair], "time_to_send_s", {"slow_above": float(quantile)}, _literal)[0]  # fmt: skip
-    frame = _with_timings(table.to_pandas(), timings, pair)
-    for name in ("first_at", "last_at", "first_trigger", "last_trigger"):
+        timings = percentiles(lambda sql: rel.query(jobs + sql), pair, [pair], "time_to_send_s", {"slow_above": float(quantile)}, _literal, hist=hist)[0]  # fmt: skip
+    return _with_timings(frame, timings, pair)
+
+
+def scan_window(
+    source: Any, *, after=None, before=None, by: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
+    """`scan_reference` but its ``slow_above``; the pairs' histogram of ``time_to_send_s``
+    (``channel, provider_id, bin, c``: `toolkit.percentiles`, for `scan_counts`); with ``by``,
+    `delivery_counts` of the window by ``by``, hourly. One pass over the delivery jobs (SQL
+    grouping sets)."""
+    with _window_of(source, after, before) as (rel, start, end):
+        return _window_pass(source, rel, start, end, by)
+
+
+def _window_pass(source, rel, start, end, by):
+    from toolkit.percentiles import bin_of
+
+    pair = ["channel", "provider_id"]
+    dimensions = None if by is None else _dimensions(by)
+    sets = [pair, [*pair, "bin"], *([["bucket", *dimensions]] if by is not None else [])]
+    keys = list(dict.fromkeys(key for one in sets for key in one))
+    columns = [
+        *keys,
+        *(
+            f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}"
+            for key in ("bin", "bucket")
+            if key in keys
+        ),
+        "CAST(count(*) AS BIGINT) AS c",
+        f"min({AT}) AS first_at, max({AT}) AS last_at",
+        "min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger",
+        *(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in COUNTS.items() if by is not None),
+    ]
+    hourly = pd.Timedelta("1h")
+    binned = (
+        f"SELECT *, CASE WHEN time_to_send_s IS NOT NULL THEN {bin_of('time_to_send_s')} END"
+        f" AS bin, {_bucketed(hourly)} AS bucket FROM delivery_jobs"
+    )
+    grouped = ", ".join(f"({', '.join(one)})" for one in sets)
+    table = rel.query(
+        f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)})"
+        f" SELECT {', '.join(columns)} FROM ({binned}) binned GROUP BY GROUPING SETS ({grouped})"
+    )
+    kind = pc.multiply(table["_grouping_bin"], 2)  # 3: the pairs, 1: their bins, 2: counts
+    kind = pc.add(kind, table["_grouping_bucket"] if by is not None else 1)
+    hist = table.filter(pc.and_(pc.equal(kind, 1), pc.is_valid(table["bin"])))
+    hist = hist.select([*pair, "bin", "c"]).to_pandas()
+    ends = ["first_at", "last_at", "first_trigger", "last_trigger"]
+    frame = table.filter(pc.equal(kind, 3)).select([*pair, "c", *ends]).to_pandas()
+    frame = frame.rename(columns={"c": "jobs"})
+    for name in ends:
         frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
     frame["jobs"] = frame["jobs"].astype("int64")
-    return frame.sort_values(["channel", "provider_id"], ignore_index=True)
+    frame = frame.sort_values(pair, ignore_index=True)
+    counted = None
+    if by is not None:
+        counted = table.filter(pc.equal(kind, 2)).select(["bucket", *dimensions, *COUNTS])
+        counted = _counts_frame(counted, dimensions, hourly, start, end, rel.engine)
+    return frame, counted, hist
 
 
 def scan_counts(
@@ -641,24 +696,79 @@ def scan_counts(
     before=None,
     grid: tuple[pd.Timestamp, pd.Timedelta, int],
     slow_above: pd.DataFrame,
-) -> pd.DataFrame:
+    quantile: float | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
     ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
-    error_code, domain``; ``slow_above`` (`scan_reference`'s columns) sets which jobs are slow."""
-    keys = "channel, provider_id, error_code, domain"
+    error_code, domain``, and the thresholds they were counted with (``channel, provider_id,
+    slow_above``).
+
+    ``slow_above``: each pair's threshold (`scan_reference`'s columns), or, with ``quantile``,
+    the histogram of `scan_window`, from which the pairs' ``quantile`` of ``time_to_send_s``
+    is read in the same pass. A job is slow when sent above its pair's threshold (a pair with
+    a missing provider has none): counted from the bins of `toolkit.percentiles`, all of a bin
+    above the threshold's, and of the threshold's bin (or, for a quantile, the two bins of its
+    ranks, nothing between) each value, compared with it."""
+    from toolkit.percentiles import bin_of, ranks, read
+
+    pair = ["channel", "provider_id"]
+    if quantile is None:  # each known threshold's bin
+        known = [row for row in slow_above[[*pair, "slow_above"]].itertuples(index=False, name=None)
+                 if not pd.isna(row[1]) and not pd.isna(row[2])]  # fmt: skip
+        edges = {(c, p): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, at in known}
+    else:  # the bins of each pair's quantile ranks
+        wanted, fractions = ranks(slow_above.copy(), pair, [pair], {"slow_above": float(quantile)})
+        wanted = [one for one in wanted if None not in one[1]]
+        ends: dict[tuple, dict[str, str]] = {}
+        for _, group, _, _, bin_, end in wanted:
+            ends.setdefault(group, {})[end] = f"CAST({bin_} AS BIGINT)"
+        edges = {group: (end["low"], end["high"]) for group, end in ends.items()}
+    bins = " UNION ALL ".join(
+        f"SELECT {_literal(channel)} AS channel, {_literal(provider)} AS provider_id,"
+        f" {low} AS low, {high} AS high"
+        for (channel, provider), (low, high) in edges.items()
+    ) or (
+        "SELECT CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
+        " CAST(NULL AS BIGINT) AS low, CAST(NULL AS BIGINT) AS high WHERE 1 = 0"
+    )
+    keys = ["channel", "provider_id", "error_code", "domain"]
+    near = "b.bin BETWEEN b.low AND b.high"
+    none = pd.DataFrame(columns=[*pair, "slow_above"])
     with _window_of(source, after, before) as (rel, start, end):
         table = rel.query(
-            f"{_scanned(source, rel, start, end, slow_above)} SELECT {_bucket(AT, *grid)} AS bucket,"
-            f" {keys}, "
+            f"{_scanned(source, rel, start, end, none)}, bins AS ({bins}), binned AS (SELECT s.*,"
+            f" CASE WHEN s.time_to_send_s IS NOT NULL THEN {bin_of('s.time_to_send_s')} END AS bin,"
+            " t.low, t.high FROM scanned s LEFT JOIN bins t ON s.channel = t.channel AND"
+            f" s.provider_id = t.provider_id) SELECT {_bucket(AT, *grid)} AS bucket,"
+            f" {', '.join(keys)}, CASE WHEN {near} THEN b.bin END AS near_bin,"
+            f" CASE WHEN {near} THEN b.time_to_send_s END AS v,"
+            " coalesce(b.bin > b.high, false) AS above, "
             + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in SCAN_COUNTS.items())
-            + " FROM scanned GROUP BY 1, 2, 3, 4, 5"
+            + " FROM binned b GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
         )
     frame = table.to_pandas()
-    for name in ("channel", "provider_id", "error_code", "domain"):
+    for name in keys:
         frame[name] = frame[name].astype("string")
-    for name in ("bucket", *SCAN_COUNTS):
+    timed = frame[frame["near_bin"].notna().to_numpy()]
+    if quantile is None:
+        thresholds = pd.DataFrame(known, columns=[*pair, "slow_above"])
+    else:  # each (pair, bin)'s values, sorted: the ranks' values
+        values = {}
+        for (channel, provider, bin_), rows in timed.groupby([*pair, "near_bin"], sort=False):
+            weights = rows.groupby("v")["sent"].sum().sort_index()
+            values[(0, (channel, provider), int(bin_))] = np.repeat(weights.index.to_numpy("float64"), weights.to_numpy("int64"))  # fmt: skip
+        thresholds = read([pair], {"slow_above": quantile}, wanted, fractions, values)[0]
+    at = dict(zip(zip(thresholds["channel"], thresholds["provider_id"], strict=True), thresholds["slow_above"], strict=True))  # fmt: skip
+    limit = np.array([at.get(key, np.inf) for key in zip(timed["channel"], timed["provider_id"], strict=True)], dtype="float64")  # fmt: skip
+    slow = frame["above"].to_numpy(bool).copy()
+    slow[np.flatnonzero(frame["near_bin"].notna().to_numpy())] = (
+        timed["v"].to_numpy("float64") > limit
+    )
+    frame["slow"] = np.where(slow, frame["sent"].to_numpy("int64"), 0)
+    frame = frame.groupby(["bucket", *keys], dropna=False, sort=False)[[*SCAN_COUNTS, "slow"]].sum().reset_index()  # fmt: skip
+    for name in ("bucket", *SCAN_COUNTS, "slow"):
         frame[name] = frame[name].astype("int64")
-    return frame
+    return frame, thresholds
 
 
 def sent_counts(
