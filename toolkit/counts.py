@@ -636,8 +636,8 @@ def scan_window(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
     """`scan_reference` but its ``slow_above``; the pairs' histogram of ``time_to_send_s``
     (``channel, provider_id, bin, c``: `toolkit.percentiles`, for `scan_counts`); with ``by``,
-    `delivery_counts` of the window by ``by``, hourly. One pass over the delivery jobs (SQL
-    grouping sets)."""
+    the delivery jobs of the window per hour and ``by`` (`delivery_counts`' ``bucket``, ``by``
+    and ``jobs``). One pass over the delivery jobs (SQL grouping sets)."""
     with _window_of(source, after, before) as (rel, start, end):
         return _window_pass(source, rel, start, end, by)
 
@@ -647,19 +647,15 @@ def _window_pass(source, rel, start, end, by):
 
     pair = ["channel", "provider_id"]
     dimensions = None if by is None else _dimensions(by)
-    sets = [pair, [*pair, "bin"], *([["bucket", *dimensions]] if by is not None else [])]
+    sets = [[*pair, "bin"], *([["bucket", *dimensions]] if by is not None else [])]
     keys = list(dict.fromkeys(key for one in sets for key in one))
+    ends = ["first_at", "last_at", "first_trigger", "last_trigger"]
     columns = [
         *keys,
-        *(
-            f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}"
-            for key in ("bin", "bucket")
-            if key in keys
-        ),
-        "CAST(count(*) AS BIGINT) AS c",
+        *(["CAST(GROUPING(bucket) AS INT) AS _grouping_bucket"] if by is not None else []),
+        f"CAST({COUNTS['jobs']} AS BIGINT) AS c",
         f"min({AT}) AS first_at, max({AT}) AS last_at",
         "min(triggered_at) AS first_trigger, max(triggered_at) AS last_trigger",
-        *(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in COUNTS.items() if by is not None),
     ]
     hourly = pd.Timedelta("1h")
     binned = (
@@ -671,21 +667,25 @@ def _window_pass(source, rel, start, end, by):
         f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)})"
         f" SELECT {', '.join(columns)} FROM ({binned}) binned GROUP BY GROUPING SETS ({grouped})"
     )
-    kind = pc.multiply(table["_grouping_bin"], 2)  # 3: the pairs, 1: their bins, 2: counts
-    kind = pc.add(kind, table["_grouping_bucket"] if by is not None else 1)
-    hist = table.filter(pc.and_(pc.equal(kind, 1), pc.is_valid(table["bin"])))
-    hist = hist.select([*pair, "bin", "c"]).to_pandas()
-    ends = ["first_at", "last_at", "first_trigger", "last_trigger"]
-    frame = table.filter(pc.equal(kind, 3)).select([*pair, "c", *ends]).to_pandas()
-    frame = frame.rename(columns={"c": "jobs"})
+    binned = table if by is None else table.filter(pc.equal(table["_grouping_bucket"], 1))
+    hist = binned.filter(pc.is_valid(binned["bin"])).select([*pair, "bin", "c"]).to_pandas()
+    # each pair's figures, from its bins' (untimed jobs: a bin of their own, null)
+    done = [("c", "sum"), *((name, "min" if name.startswith("first") else "max") for name in ends)]
+    pairs = binned.select([*pair, "c", *ends]).group_by(pair, use_threads=False).aggregate(done)
+    frame = pairs.to_pandas().rename(columns={f"{name}_{how}": name for name, how in done})
+    frame = frame.rename(columns={"c": "jobs"})[[*pair, "jobs", *ends]]
     for name in ends:
         frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
     frame["jobs"] = frame["jobs"].astype("int64")
     frame = frame.sort_values(pair, ignore_index=True)
     counted = None
     if by is not None:
-        counted = table.filter(pc.equal(kind, 2)).select(["bucket", *dimensions, *COUNTS])
-        counted = _counts_frame(counted, dimensions, hourly, start, end, rel.engine)
+        counted = table.filter(pc.equal(table["_grouping_bucket"], 0))
+        counted = counted.select(["bucket", *dimensions, "c"]).to_pandas().rename(columns={"c": "jobs"})  # fmt: skip
+        counted["bucket"] = _instants(counted["bucket"])
+        for name in dimensions:
+            counted[name] = counted[name].astype("string")
+        counted = counted.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")  # fmt: skip
     return frame, counted, hist
 
 
@@ -788,12 +788,11 @@ def sent_counts(
             " CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
             " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications"
             f" FROM notifications WHERE created_at IS NOT NULL AND {window} GROUP BY 1, 2"
-            f" UNION ALL SELECT 'channel' AS level, {sent}, channel, CAST(NULL AS STRING),"
-            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
-            " GROUP BY 1, 2, 3"
-            f" UNION ALL SELECT 'provider' AS level, {sent}, channel, provider_id,"
-            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM scanned WHERE attempted"
-            " GROUP BY 1, 2, 3, 4"
+            " UNION ALL SELECT CASE WHEN GROUPING(provider_id) = 1 THEN 'channel' ELSE"
+            " 'provider' END, bucket, channel, provider_id,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) FROM (SELECT"
+            f" {sent}, channel, provider_id, notification_id FROM scanned WHERE attempted) sent"
+            " GROUP BY GROUPING SETS ((bucket, channel), (bucket, channel, provider_id))"
         )
     frame = table.to_pandas()
     for name in ("level", "channel", "provider_id"):
@@ -816,7 +815,7 @@ def scanned_job_rows(
     half-open range of a time column, ``"column"``, default ``scan_at``; None: unbounded) and
     ``"among": (column, values)``."""
     with _window_of(source, after, before) as (rel, start, end):
-        chosen = " OR ".join(f"({_condition(one)})" for one in where) or "false"
+        chosen = " OR ".join(f"({_condition(one)})" for one in _merged(where)) or "false"
         return rel.query(
             f"{_scanned(source, rel, start, end, slow_above)}"
             f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
@@ -1080,6 +1079,27 @@ def _bucket(column: str, origin: pd.Timestamp, step: pd.Timedelta, count: int) -
     micros = step // pd.Timedelta(microseconds=1)
     index = f"floor((unix_micros({column}) - {_micros(origin, 0)}) / {micros})"
     return f"CAST(greatest(0, least({count - 1}, coalesce({index}, 0))) AS BIGINT)"
+
+
+def _merged(where: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``where`` (of `_condition`) with the time ranges of otherwise equal conditions merged
+    where they overlap or touch: the same rows, fewer conditions to test."""
+    alike: dict[str, tuple[dict, list]] = {}
+    for one in where:
+        rest = {name: value for name, value in one.items() if name != "at"}
+        alike.setdefault(repr(rest), (rest, []))[1].append(one.get("at", (None, None)))
+    out = []
+    for rest, spans in alike.values():
+        spans = sorted(spans, key=lambda span: (span[0] is not None, span[0] or 0))
+        joined = [list(spans[0])]
+        for low, high in spans[1:]:
+            last = joined[-1]
+            if last[1] is None or low is None or low <= last[1]:  # overlapping or touching
+                last[1] = None if last[1] is None or high is None else max(last[1], high)
+            else:
+                joined.append([low, high])
+        out += [{**rest, "at": tuple(span)} for span in joined]
+    return out
 
 
 def _condition(one: dict[str, Any]) -> str:

@@ -569,16 +569,21 @@ class _Found:
         """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
         hit from its start on (``row["again"]``): whether they succeed again."""
         rows = [row for row in rows if row["scan"] == "code"]
-        where = [{"channel": row["keys"]["channel"], "provider_id": row["keys"]["provider_id"],
-                  "at": (row["start"], None), "among": ("subscriber_id", list(
-                      self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique()))}
-                 for row in rows]  # fmt: skip
-        if not where:
+        hit = [self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique() for row in rows]
+        pairs: dict[tuple, dict] = {}  # one condition per pair: the rows' earliest start, all hit
+        for row, people in zip(rows, hit, strict=True):
+            pair = (row["keys"]["channel"], row["keys"]["provider_id"])
+            one = pairs.setdefault(pair, {"start": row["start"], "people": set()})
+            one["start"] = min(one["start"], row["start"])
+            one["people"].update(people)
+        if not pairs:
             return
-        fetched = self._rows(where)
-        for row, one in zip(rows, where, strict=True):
+        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (one["start"], None),
+                               "among": ("subscriber_id", sorted(one["people"]))}
+                              for (channel, provider), one in pairs.items()])  # fmt: skip
+        for row, people in zip(rows, hit, strict=True):
             mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
-            row["again"] = fetched[mine & fetched["subscriber_id"].isin(one["among"][1]).to_numpy()]
+            row["again"] = fetched[mine & fetched["subscriber_id"].isin(people).to_numpy()]
 
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
