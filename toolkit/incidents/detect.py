@@ -130,7 +130,8 @@ def find_incidents(
         examined (window, bucket width, jobs, periods tested).
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
-    season.same_environment(source, baseline)
+    if baseline is not None:  # a baseline of another environment is refused
+        season.same_environment(source, baseline)
     if jobs is None:
         _check_source(source)
     if not _is_store(source):  # its delivery jobs computed once, read by every query below
