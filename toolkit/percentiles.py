@@ -9,7 +9,10 @@ The definition is SQL's ``percentile_cont``: the ``q`` percentile of ``n`` value
 2. the values of those bins only (a few percent of the rows), sorted to read the ranks.
 
 An engine's exact ``percentile_cont`` keeps every value of every group in memory at once
-(1.1 GB for 15,000,000 delivery jobs); this keeps the histogram and the chosen bins.
+(1.1 GB for 15,000,000 delivery jobs); this keeps the histogram and the chosen bins. Either pass
+may be part of a caller's own (`ranks` and `read` are the steps between them): the incident
+finder counts the histogram with its other figures and the chosen bins' values in its scan
+(`toolkit.counts.scan_window`, `toolkit.counts.scan_counts`).
 """
 
 from __future__ import annotations
