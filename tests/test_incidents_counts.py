@@ -58,15 +58,23 @@ def test_the_slow_count_against_hand_counted_jobs():
     (threshold,) = reference["slow_above"]
     assert threshold == pytest.approx(np.percentile(sent, 90))  # 175 s: one job above it
     grid = (T0, pd.Timedelta("1h"), 2)
-    table = counts.scan_counts(activity, grid=grid, slow_above=reference)
+    table, used = counts.scan_counts(activity, grid=grid, slow_above=reference)
     assert table[["tried", "met_failure", "sent", "slow"]].sum().to_dict() == {
         "tried": 7,  # six sent, one failed (the pending one neither finished nor failed)
         "met_failure": 1,
         "sent": 6,
         "slow": 1,
     }
+    assert used.to_dict("records") == [
+        {"channel": "email", "provider_id": "sendgrid", "slow_above": threshold}
+    ]
+    # the threshold read in the same pass from the window's histogram: the same counts
+    _, _, histogram = counts.scan_window(activity)
+    same, read = counts.scan_counts(activity, grid=grid, slow_above=histogram, quantile=0.9)
+    pd.testing.assert_frame_equal(same, table)
+    assert read["slow_above"].tolist() == [threshold]
     stricter = reference.assign(slow_above=35.0)  # a baseline's threshold: three are slower
-    table = counts.scan_counts(activity, grid=grid, slow_above=stricter)
+    table, _ = counts.scan_counts(activity, grid=grid, slow_above=stricter)
     assert table["slow"].sum() == 3 and set(table["bucket"]) == {0}
 
 

@@ -9,7 +9,10 @@ The definition is SQL's ``percentile_cont``: the ``q`` percentile of ``n`` value
 2. the values of those bins only (a few percent of the rows), sorted to read the ranks.
 
 An engine's exact ``percentile_cont`` keeps every value of every group in memory at once
-(1.1 GB for 15,000,000 delivery jobs); this keeps the histogram and the chosen bins.
+(1.1 GB for 15,000,000 delivery jobs); this keeps the histogram and the chosen bins. Either pass
+may be part of a caller's own (`ranks` and `read` are the steps between them): the incident
+finder counts the histogram with its other figures and the chosen bins' values in its scan
+(`toolkit.counts.scan_window`, `toolkit.counts.scan_counts`).
 """
 
 from __future__ import annotations
@@ -21,14 +24,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["STEP", "percentiles"]
+__all__ = ["STEP", "bin_of", "percentiles", "ranks", "read"]
 
 #: A bin's width, as a ratio of its values: each holds values within 0.5% of each other.
 STEP = 1.005
 _BELOW = -(2**31)  # the bin of values at or below zero
 
 
-def _bin(measure: str) -> str:
+def bin_of(measure: str) -> str:
+    """The SQL of a value's bin (``measure`` not null)."""
     return (
         f"CASE WHEN {measure} > 0 THEN CAST(floor(ln({measure}) * {1 / math.log(STEP)!r}) AS BIGINT)"
         f" ELSE {_BELOW} END"
@@ -42,20 +46,38 @@ def percentiles(
     measure: str,
     quantiles: dict[str, float],
     literal: Callable[[object], str],
+    hist: pd.DataFrame | None = None,
 ) -> list[pd.DataFrame]:
     """The ``quantiles`` (by column name) of ``measure`` per group of each of ``sets`` (lists
     of ``keys``), with ``run(sql)`` running SQL over ``delivery_jobs`` and ``literal(value)``
-    writing a text value as SQL. One frame per set: its keys, then one column per quantile
+    writing a text value as SQL; ``hist``: the histogram (``keys``, ``bin`` (`bin_of`), ``c``)
+    if the engine counted it already. One frame per set: its keys, then one column per quantile
     (groups without a timed job are left out)."""
     keys = list(keys)
-    timed = f"SELECT *, {_bin(measure)} AS bin FROM delivery_jobs WHERE {measure} IS NOT NULL"
+    timed = f"SELECT *, {bin_of(measure)} AS bin FROM delivery_jobs WHERE {measure} IS NOT NULL"
     grouped = ", ".join([*keys, "bin"])
-    hist = run(
-        f"SELECT {grouped}, CAST(count(*) AS BIGINT) AS c FROM ({timed}) timed GROUP BY {grouped}"
-    ).to_pandas()
-    _plain(hist, keys)
-    wanted = []  # (set, group values, quantile, rank's place in its bin, bin, low or high)
-    fractions = {}  # (set, group values, quantile) -> how far between the low and high rank
+    if hist is None:
+        hist = run(
+            f"SELECT {grouped}, CAST(count(*) AS BIGINT) AS c FROM ({timed}) timed GROUP BY {grouped}"
+        ).to_pandas()
+    wanted, fractions = ranks(hist, keys, sets, quantiles)
+    values = _values(run, timed, measure, keys, hist, sets, wanted, literal)
+    return read(sets, quantiles, wanted, fractions, values)
+
+
+def ranks(
+    hist: pd.DataFrame,
+    keys: Sequence[str],
+    sets: Sequence[Sequence[str]],
+    quantiles: dict[str, float],
+) -> tuple[list[tuple], dict[tuple, float]]:
+    """Where each quantile of each group lies in the histogram ``hist`` (``keys``, ``bin``,
+    ``c``; its key columns made plain): ``wanted``, tuples ``(set, group values, quantile, rank's
+    place in its bin, bin, "low" or "high")``, and ``fractions``, how far each quantile lies
+    between its low and high rank."""
+    _plain(hist, list(keys))
+    wanted = []
+    fractions = {}
     for number, grouping in enumerate(sets):
         for group, rows in _groups(hist, list(grouping)):
             counts = rows.groupby("bin")["c"].sum().sort_index()
@@ -68,12 +90,17 @@ def percentiles(
                 for end, rank in (("low", math.floor(h)), ("high", math.ceil(h))):
                     at = int(np.searchsorted(before, rank, side="right")) - 1
                     wanted.append((number, group, name, rank - int(before[at]), int(counts.index[at]), end))  # fmt: skip
-    values = _values(run, timed, measure, keys, hist, sets, wanted, literal)
+    return wanted, fractions
+
+
+def read(sets, quantiles, wanted, fractions, values: dict[tuple, np.ndarray]) -> list[pd.DataFrame]:
+    """The frames of `percentiles` from `ranks` and the sorted ``values`` of each (set, group,
+    bin) of ``wanted``: ``percentile_cont``'s linear interpolation between the two ranks."""
     ends: dict[tuple, dict[str, float]] = {}
     for number, group, name, offset, bin_, end in wanted:
         ends.setdefault((number, group, name), {})[end] = values[(number, group, bin_)][offset]
     results = [{} for _ in sets]
-    for (number, group, name), at in ends.items():  # percentile_cont's interpolation
+    for (number, group, name), at in ends.items():
         fraction = fractions[(number, group, name)]
         results[number].setdefault(group, {})[name] = at["low"] + fraction * (at["high"] - at["low"])  # fmt: skip
     frames = []

@@ -5,7 +5,6 @@ incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -131,15 +130,18 @@ def find_incidents(
         examined (window, bucket width, jobs, periods tested).
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
-    season.same_environment(source, baseline)
+    if baseline is not None:  # a baseline of another environment is refused
+        season.same_environment(source, baseline)
     if jobs is None:
         _check_source(source)
     if not _is_store(source):  # its delivery jobs computed once, read by every query below
         source = engine_counts.Given(source, jobs)
     window = {"after": after, "before": before}
-    reference = engine_counts.scan_reference(source, **window, quantile=tables.SLOW_QUANTILE)
-    after, before = _window(source, after, before, reference)
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
+    reference, season_counts, histogram = engine_counts.scan_window(  # one pass
+        source, **window, by=season.CELL if VOLUME & set(wanted) else None
+    )
+    after, before = _window(source, after, before, reference)
     total = int(reference["jobs"].sum())
     checked = {"kinds": list(wanted), "jobs": total, "after": after, "before": before}
     if not total or after is None:
@@ -154,10 +156,7 @@ def find_incidents(
         return empty(reason, checked)
     seasonal = None
     if VOLUME & set(wanted):
-        counted = partial(
-            delivery_counts, source, **window, by=season.CELL
-        )  # asked if a season can be
-        seasonal = season.build(counted, after, before, *history)
+        seasonal = season.build(lambda: season_counts, after, before, *history)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
                                    "the rest of the window")  # fmt: skip
@@ -169,7 +168,7 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    slow_above = reference if base_reference is None else base_reference
+    slow_above = histogram if base_reference is None else base_reference  # read in a scan
     found = _Found(source, window, grid, slow_above, baseline, names)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
@@ -368,13 +367,17 @@ class _Found:
     fetched for their significant periods, from which the candidate rows are made."""
 
     def __init__(self, source, window, grid, slow_above, baseline, names):
-        self.source, self.window, self.grid, self.slow_above = source, window, grid, slow_above
+        self.source, self.window, self.grid = source, window, grid
         shape = (grid.start, grid.step, grid.count)
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
         note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
+        # the thresholds: a baseline's, or the window's own (its histogram), read in its scan
+        quantile = tables.SLOW_QUANTILE if "bin" in slow_above else None
+        counted, self.slow_above = engine_counts.scan_counts(
+            source, **window, grid=shape, slow_above=slow_above, quantile=quantile
+        )
         self.counted = {
-            "jobs": engine_counts.scan_counts(source, **window, grid=shape, slow_above=slow_above)
-            if jobs_scans else None,
+            "jobs": counted if jobs_scans else None,
             "notifications": engine_counts.sent_counts(source, **window, grid=shape)
             if note_scans else None,
         }  # fmt: skip
@@ -382,7 +385,7 @@ class _Found:
         if baseline is not None:
             one = (grid.start, grid.step, 1)
             self.base = {
-                "jobs": engine_counts.scan_counts(baseline, grid=one, slow_above=slow_above)
+                "jobs": engine_counts.scan_counts(baseline, grid=one, slow_above=self.slow_above)[0]
                 if jobs_scans else None,
                 "notifications": engine_counts.sent_counts(baseline, grid=one)
                 if note_scans else None,
@@ -567,16 +570,21 @@ class _Found:
         """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
         hit from its start on (``row["again"]``): whether they succeed again."""
         rows = [row for row in rows if row["scan"] == "code"]
-        where = [{"channel": row["keys"]["channel"], "provider_id": row["keys"]["provider_id"],
-                  "at": (row["start"], None), "among": ("subscriber_id", list(
-                      self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique()))}
-                 for row in rows]  # fmt: skip
-        if not where:
+        hit = [self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique() for row in rows]
+        pairs: dict[tuple, dict] = {}  # one condition per pair: the rows' earliest start, all hit
+        for row, people in zip(rows, hit, strict=True):
+            pair = (row["keys"]["channel"], row["keys"]["provider_id"])
+            one = pairs.setdefault(pair, {"start": row["start"], "people": set()})
+            one["start"] = min(one["start"], row["start"])
+            one["people"].update(people)
+        if not pairs:
             return
-        fetched = self._rows(where)
-        for row, one in zip(rows, where, strict=True):
+        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (one["start"], None),
+                               "among": ("subscriber_id", sorted(one["people"]))}
+                              for (channel, provider), one in pairs.items()])  # fmt: skip
+        for row, people in zip(rows, hit, strict=True):
             mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
-            row["again"] = fetched[mine & fetched["subscriber_id"].isin(one["among"][1]).to_numpy()]
+            row["again"] = fetched[mine & fetched["subscriber_id"].isin(people).to_numpy()]
 
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
