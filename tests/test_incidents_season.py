@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolkit import delivery_counts
+from toolkit import delivery_counts, metrics
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
@@ -98,6 +98,32 @@ def test_a_domain_bouncing_through_two_providers_is_one_row_with_both(week):
         abs(rows.iloc[0]["notifications"] - bounces["notifications"])
         <= 0.2 * bounces["notifications"]
     )
+
+
+def test_a_domains_few_bounces_through_a_second_provider_join_its_row():
+    # seed 2's week before Mar 18: a domain bounces 11 times through one provider and 3 times
+    # through another, too few for a period of their own
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic, after = shaped_traffic(2, now), now - pd.Timedelta(days=7)
+    activity, planted = traffic.window(after, now)
+    found = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+    bounces = planted_of(planted, "domain_bounces")
+    jobs = metrics.delivery_jobs(activity)
+    hit = jobs[jobs["domain"].eq(bounces["domain"]).fillna(False)
+               & jobs["started_at"].between(bounces["start"], bounces["end"])
+               & jobs["failed_attempts"].gt(0)]  # fmt: skip
+    shares = hit["provider_id"].value_counts()
+    assert len(shares) == 2 and shares.iloc[-1] <= 3  # the case: a small share on the second
+    rows = found[found["domain"].eq(bounces["domain"]).fillna(False)]
+    assert len(rows) == 1 and rows.iloc[0]["kind"] == "domain_bounces"
+    row = rows.iloc[0]
+    assert sorted(row["providers"]) == sorted(shares.index)
+    assert row["notifications"] == hit["notification_id"].nunique() == bounces["notifications"]
+    assert row["subscribers"] == hit["subscriber_id"].nunique()
+    assert row["failed_jobs"] == len(hit)
+    # the window: its cause's first failure to its last one
+    assert row["started_at"] == hit["started_at"].min()
+    assert row["ended_at"] == hit["ended_at"].max()
 
 
 def test_a_runaway_workflow_is_a_volume_spike():

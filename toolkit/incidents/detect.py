@@ -190,6 +190,7 @@ def find_incidents(
         if row is not None and row["p_value"] <= alpha:
             candidates.append(row)
     rows = _one_per_incident(found, candidates, wanted, outage_rate, min_failed)
+    _whole_domain(found, rows, scans.get("domain"), alpha, min_ratio)
     moved = []
     for (level, low), (scan, groups) in counted.items():
         for pick in _significant(scan, alpha / tests):
@@ -479,6 +480,17 @@ class _Found:
                 {key: n for n, key in enumerate(groups.trial_keys)},
             )
 
+    def include(self, where: list[dict]) -> tuple[pd.DataFrame, np.ndarray]:
+        """The rows matching ``where`` (of `toolkit.counts.scanned_job_rows`), those not
+        fetched yet added at the end of the job table, and their positions in it."""
+        rows = tables.job_table(self._rows(where), self.grid)
+        at = pd.Index(self.jobs["job_id"]).get_indexer(rows["job_id"])
+        new = at < 0
+        at[new] = len(self.jobs) + np.arange(int(new.sum()))
+        if new.any():
+            self.jobs = pd.concat([self.jobs, rows[new]], ignore_index=True)
+        return rows, at
+
     def later(self, row: dict, last: int, *, events: bool = False) -> int:
         """How many trials (``events``: events) of the row's group come after row ``last`` of
         the table: the fetched rows of its bucket, then the counts of the buckets after it."""
@@ -729,6 +741,66 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
                     ongoing=same["ongoing"] or row["ongoing"],
                     p_value=min(same["p_value"], row["p_value"]))  # fmt: skip
     return out
+
+
+def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min_ratio) -> None:
+    """A domain's bounces significant on one provider take in its bounces of the same cause
+    (error code) on the channel's other providers in the row's period (one query for the
+    rows' channel, domain and period). Another provider is named, and its sends and failures
+    added, when its failures there depart from its own rate for the domain (the exact test,
+    at ``alpha`` over the providers examined, and ``min_ratio`` times that rate): a share too
+    small for a period of its own, not an unrelated bounce. The row then spans its cause's
+    first to last failure."""
+    bounces = [row for row in rows if row["kind"] == "domain_bounces"]
+    if not bounces or scan is None:
+        return
+    tick = pd.Timedelta(microseconds=1)  # the period's end included
+    fetched, at = found.include([
+        {"channel": row["keys"]["channel"], "domain": row["keys"]["domain"],
+         "at": (row["start"], row["end"] + tick)} for row in bounces
+    ])  # fmt: skip
+    jobs, number = found.jobs, {key: n for n, key in enumerate(found.keys["domain"][0])}
+    provider = fetched["provider_id"].astype("string").to_numpy()
+    for row in bounces:
+        codes = jobs["error_code"].iloc[row["affected"]]
+        if codes.isna().all():
+            continue
+        cause = codes.mode().iloc[0]
+        mine = (
+            fetched["channel"].astype("string").eq(row["keys"]["channel"])
+            & fetched["domain"].astype("string").eq(row["keys"]["domain"])
+            & fetched["at"].between(row["start"], row["end"])
+        ).fillna(False).to_numpy()  # fmt: skip
+        failed = mine & fetched["met_failure"].to_numpy()
+        failed &= fetched["error_code"].astype("string").eq(cause).fillna(False).to_numpy()
+        tried = mine & fetched["tried"].to_numpy()
+        named = row.get("providers") or [row["keys"]["provider_id"]]
+        others = sorted({str(name) for name in provider[failed]} - set(named))
+        period = slice(*(found.grid.of(pd.Series([row["start"], row["end"]])) + [0, 1]))
+        affected = row["affected"][codes.eq(cause).fillna(False).to_numpy()]
+        trials, events, base = row["jobs"], len(affected), row["base_rate"] * row["jobs"]
+        for other in others:
+            g = number.get((row["keys"]["channel"], other, row["keys"]["domain"]))
+            if g is None:
+                continue
+            if scan.base is None:  # the rest of the window
+                k_out = scan.events[g].sum() - scan.events[g, period].sum()
+                n_out = scan.trials[scan.parent[g]].sum() - scan.trials[scan.parent[g], period].sum()  # fmt: skip
+            else:
+                k_out, n_out = scan.base[0][g], scan.base[1][g]
+            hit = failed & (provider == other)
+            k, n = int(hit.sum()), int((tried & (provider == other)).sum())
+            rate = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
+            if k < min_ratio * rate * n or p_value(k, n, k_out, n_out) > alpha / len(others):
+                continue
+            named.append(other)
+            affected = np.union1d(affected, at[hit])
+            trials, events, base = trials + n, events + k, base + rate * n
+        row.update(affected=affected, providers=named, jobs=trials, events=events,
+                   rate=events / max(trials, 1), base_rate=base / max(trials, 1))  # fmt: skip
+        if len(affected):
+            last = affected[int(jobs["ended_at"].iloc[affected].array.asi8.argmax())]
+            row.update(start=jobs["at"].iloc[affected].min(), end=tables.event_end(jobs, int(last)))
 
 
 def _to_its_cause(found: _Found, row: dict) -> None:
