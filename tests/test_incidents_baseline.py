@@ -25,17 +25,20 @@ def traffic():
     return shaped_traffic(3, NOW, days=30)
 
 
-def write_store(traffic, root, skip=()):
-    """The shaped traffic of the four weeks before AFTER written as a sync writes a store (a
-    file per table and day, then ``state.json``), except the days of ``skip``."""
-    activity, _ = traffic.window(AFTER - HISTORY, AFTER)
-    workflow = activity.notifications.set_index("notification_id")["workflow_identifier"]
+def write_store(traffic, root, skip=(), *, start=AFTER - HISTORY, end=AFTER):
+    """The shaped traffic from ``start`` to ``end`` (the four weeks before AFTER) written as a
+    sync writes a store (a file per table and day, then ``state.json``), except the days of
+    ``skip``."""
+    activity, _ = traffic.window(start, end)
+    notes = activity.notifications.set_index("notification_id")
     frames = dict(zip(layout.TABLES, activity, strict=True))
-    frames["jobs"] = frames["jobs"].assign(workflow=frames["jobs"]["notification_id"].map(workflow))
+    of = frames["jobs"]["notification_id"]  # a job's workflow and subscriber: its notification's
+    frames["jobs"] = frames["jobs"].assign(workflow=of.map(notes["workflow_identifier"]),
+                                           subscriber_id=of.map(notes["subscriber_id"]))  # fmt: skip
     times = {"notifications": "created_at", "jobs": "notification_id",
              "execution_details": "created_at"}  # fmt: skip
     created = activity.notifications.set_index("notification_id")["created_at"]
-    for day in pd.date_range((AFTER - HISTORY).floor("D"), AFTER, freq="D"):
+    for day in pd.date_range(start.floor("D"), end, freq="D"):
         name = day.strftime("%Y-%m-%d")
         if name in skip:
             continue
@@ -55,7 +58,7 @@ def write_store(traffic, root, skip=()):
             tables.append(layout.table_from_frame(mine, table))
         layout.write_day(root, name, tables)
     State(base_url="https://api.example", environment=None, filters={},
-          after=(AFTER - HISTORY).isoformat(), watermark=AFTER.isoformat()).save(root)  # fmt: skip
+          after=start.isoformat(), watermark=end.isoformat()).save(root)  # fmt: skip
     return open_store(root)
 
 

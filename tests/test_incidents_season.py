@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolkit import delivery_counts, metrics
+from tests.test_counts import spark, spark_missing  # noqa: F401 (the Spark session fixture)
+from tests.test_incidents_baseline import write_store
+from toolkit import delivery_counts, metrics, open_store
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
@@ -100,13 +102,21 @@ def test_a_domain_bouncing_through_two_providers_is_one_row_with_both(week):
     )
 
 
-def test_a_domains_few_bounces_through_a_second_provider_join_its_row():
-    # seed 2's week before Mar 18: a domain bounces 11 times through one provider and 3 times
-    # through another, too few for a period of their own
-    now = pd.Timestamp("2026-03-18T03:30:00Z")
-    traffic, after = shaped_traffic(2, now), now - pd.Timedelta(days=7)
-    activity, planted = traffic.window(after, now)
-    found = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+#: Seed 2's week before this clock: a domain bounces 11 times through one provider and 3 times
+#: through another, too few for a period of their own.
+BOUNCES_AT = pd.Timestamp("2026-03-18T03:30:00Z")
+
+
+@pytest.fixture(scope="module")
+def two_providers():
+    traffic, after = shaped_traffic(2, BOUNCES_AT), BOUNCES_AT - pd.Timedelta(days=7)
+    activity, planted = traffic.window(after, BOUNCES_AT)
+    history = traffic.window(after - HISTORY, after)[0]
+    return traffic, activity, planted, history, find_incidents(activity, baseline=history)
+
+
+def test_a_domains_few_bounces_through_a_second_provider_join_its_row(two_providers):
+    _, activity, planted, _, found = two_providers
     bounces = planted_of(planted, "domain_bounces")
     jobs = metrics.delivery_jobs(activity)
     hit = jobs[jobs["domain"].eq(bounces["domain"]).fillna(False)
@@ -124,6 +134,21 @@ def test_a_domains_few_bounces_through_a_second_provider_join_its_row():
     # the window: its cause's first failure to its last one
     assert row["started_at"] == hit["started_at"].min()
     assert row["ended_at"] == hit["ended_at"].max()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=spark_missing)])
+def test_a_store_joins_the_second_providers_bounces_alike(two_providers, engine, tmp_path, request):
+    if engine == "spark":
+        engine = request.getfixturevalue("spark")
+    traffic, activity, _, history, found = two_providers
+    after = BOUNCES_AT - pd.Timedelta(days=7)
+    write_store(traffic, tmp_path / "store", start=after, end=BOUNCES_AT)
+    store = open_store(tmp_path / "store", engine=engine)
+    stored = find_incidents(store, after=after, before=BOUNCES_AT, baseline=history)
+    bounce = lambda frame: frame[frame["kind"].eq("domain_bounces")].reset_index(drop=True)  # noqa: E731
+    columns = ["domain", "providers", "notifications", "subscribers", "failed_jobs", "jobs"]
+    pd.testing.assert_frame_equal(bounce(stored)[columns], bounce(found)[columns])
+    assert len(bounce(stored).loc[0, "providers"]) == 2
 
 
 def test_a_runaway_workflow_is_a_volume_spike():
