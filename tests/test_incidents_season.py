@@ -151,6 +151,18 @@ def test_a_store_joins_the_second_providers_bounces_alike(two_providers, engine,
     assert len(bounce(stored).loc[0, "providers"]) == 2
 
 
+def test_a_slowdown_of_a_few_hours_is_found_in_four_weeks():
+    # seed 1's four weeks before Mar 18: one provider four hours slow (6-hour buckets diluted it)
+    traffic = shaped_traffic(1, BOUNCES_AT)
+    activity, planted = traffic.window(BOUNCES_AT - pd.Timedelta(days=28), BOUNCES_AT)
+    found = find_incidents(activity)
+    slow = planted_of(planted, "latency_degradation")
+    rows = found[found["kind"].eq("latency_degradation")]
+    assert found.attrs["checked"]["freq"] == pd.Timedelta("3h")
+    assert list(rows["provider_id"]) == [slow["provider_id"]]
+    assert rows.iloc[0]["started_at"] <= slow["end"] and rows.iloc[0]["ended_at"] >= slow["start"]
+
+
 def test_a_runaway_workflow_is_a_volume_spike():
     found = read(shaped_traffic(1, NOW), 28)[2]
     traffic = shaped_traffic(1, NOW)

@@ -9,8 +9,9 @@ How an incident is decided
 --------------------------
 Delivery jobs (`toolkit.counts.DELIVERY_JOBS`) are counted per group and time bucket by the
 engine that holds them (`toolkit.counts.scan_counts`: DuckDB over the frames or the store's
-files, or Spark), at most 192 buckets over the window (an hour for a week, a minute for a few
-hours; ``freq=`` overrides); a job's bucket is its first execution detail's, else its trigger's.
+files, or Spark), at most 224 buckets over the window (an hour for a week, three hours for four
+weeks, a minute for a few hours; ``freq=`` overrides); a job's bucket is its first execution
+detail's, else its trigger's.
 Only the rows of the few significant periods are fetched, to put their edges on the jobs' own
 timestamps and decide their kind and impact (below).
 A job *met a failure* when any of its attempts failed (retries still pending included), so an

@@ -28,7 +28,7 @@ from toolkit.incidents.summary import KINDS, empty, rows_frame
 
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
 FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6h", "12h", "1D")
-MAX_BUCKETS = 192
+MAX_BUCKETS = 224  # four weeks in 3-hour buckets: a few hours' incident is not diluted
 #: The most buckets a given ``freq`` may make (the scan's work grows with their square).
 FREQ_LIMIT = 1440
 #: Fewer buckets than this: the window is too short to compare a period with the rest of it.
