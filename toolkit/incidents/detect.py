@@ -777,8 +777,8 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
         named = row.get("providers") or [row["keys"]["provider_id"]]
         others = sorted({str(name) for name in provider[failed]} - set(named))
         period = slice(*(found.grid.of(pd.Series([row["start"], row["end"]])) + [0, 1]))
-        affected = row["affected"][codes.eq(cause).fillna(False).to_numpy()]
-        trials, events, base = row["jobs"], len(affected), row["base_rate"] * row["jobs"]
+        affected, trials, events = row["affected"], row["jobs"], row["events"]
+        base = row["base_rate"] * row["jobs"]
         for other in others:
             g = number.get((row["keys"]["channel"], other, row["keys"]["domain"]))
             if g is None:
@@ -798,9 +798,9 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
             trials, events, base = trials + n, events + k, base + rate * n
         row.update(affected=affected, providers=named, jobs=trials, events=events,
                    rate=events / max(trials, 1), base_rate=base / max(trials, 1))  # fmt: skip
-        if len(affected):
-            last = affected[int(jobs["ended_at"].iloc[affected].array.asi8.argmax())]
-            row.update(start=jobs["at"].iloc[affected].min(), end=tables.event_end(jobs, int(last)))
+        own = affected[jobs["error_code"].iloc[affected].eq(cause).fillna(False).to_numpy()]
+        last = own[int(jobs["ended_at"].iloc[own].array.asi8.argmax())]
+        row.update(start=jobs["at"].iloc[own].min(), end=tables.event_end(jobs, int(last)))
 
 
 def _to_its_cause(found: _Found, row: dict) -> None:
