@@ -98,7 +98,7 @@ are mostly that domain's joins it; once one provider's bounces are significant, 
 the domain's failures of the same error code on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an
-unrelated bounce. A row spans its cause's first to last failure. No rule depends on a provider's, workflow's or hour's name.
+unrelated bounce. No rule depends on a provider's, workflow's or hour's name.
 
 Impact: ``notifications``, ``subscribers`` and ``workflows`` (most hit first) of the jobs of the
 group in the period that met the problem (a failed attempt, even if a retry succeeded later;

@@ -749,8 +749,7 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
     rows' channel, domain and period). Another provider is named, and its sends and failures
     added, when its failures there depart from its own rate for the domain (the exact test,
     at ``alpha`` over the providers examined, and ``min_ratio`` times that rate): a share too
-    small for a period of its own, not an unrelated bounce. The row then spans its cause's
-    first to last failure."""
+    small for a period of its own, not an unrelated bounce; the row's period then covers them."""
     bounces = [row for row in rows if row["kind"] == "domain_bounces"]
     if not bounces or scan is None:
         return
@@ -796,11 +795,13 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
             named.append(other)
             affected = np.union1d(affected, at[hit])
             trials, events, base = trials + n, events + k, base + rate * n
+        joined = np.setdiff1d(affected, row["affected"])
         row.update(affected=affected, providers=named, jobs=trials, events=events,
                    rate=events / max(trials, 1), base_rate=base / max(trials, 1))  # fmt: skip
-        own = affected[jobs["error_code"].iloc[affected].eq(cause).fillna(False).to_numpy()]
-        last = own[int(jobs["ended_at"].iloc[own].array.asi8.argmax())]
-        row.update(start=jobs["at"].iloc[own].min(), end=tables.event_end(jobs, int(last)))
+        if len(joined):  # the period: from the first to the last failure of any provider
+            last = joined[int(jobs["ended_at"].iloc[joined].array.asi8.argmax())]
+            row.update(start=min(row["start"], jobs["at"].iloc[joined].min()),
+                       end=max(row["end"], tables.event_end(jobs, int(last))))  # fmt: skip
 
 
 def _to_its_cause(found: _Found, row: dict) -> None:
