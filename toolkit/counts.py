@@ -93,6 +93,7 @@ WITH selected AS (
          sum(CASE WHEN CAST(status AS STRING) = 'Failed' THEN 1 ELSE 0 END) AS failed_attempts
   FROM execution_details
   WHERE notification_id IN (SELECT notification_id FROM selected)
+    AND CAST(status AS STRING) IN ('Success', 'Failed')
   GROUP BY job_id
 )
 SELECT j.job_id, j.notification_id, n.subscriber_id, n.workflow_identifier AS workflow, j.type,
