@@ -9,7 +9,7 @@ import pytest
 
 from toolkit import delivery_counts
 from toolkit.errors import ParameterError
-from toolkit.incidents import find_incidents, season
+from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -63,6 +63,7 @@ def test_a_workflow_that_stops_is_one_volume_drop_with_what_is_missing(week):
     assert row["workflows"][0] == stop["workflow"] and pd.isna(row["channel"])
     assert row["started_at"] <= stop["end"] and row["ended_at"] >= stop["start"]
     assert abs(row["notifications"] - stop["notifications"]) <= 0.2 * stop["notifications"]
+    assert isinstance(found.attrs["checked"]["tests"], int)  # periods, as people count them
 
 
 def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
@@ -137,8 +138,52 @@ def test_dispersion_is_measured_not_assumed():
     rng = np.random.default_rng(0)
     poisson = rng.poisson(20.0, (1, 4, season.WEEK)).astype(float)
     bursty = rng.negative_binomial(4, 4 / 24, (1, 4, season.WEEK)).astype(float)  # mean 20
-    assert season.dispersion(poisson)[0] < 1.3
-    assert season.dispersion(bursty)[0] > 3
+    assert season.dispersion(poisson)[0, 0] < 1.3
+    assert season.dispersion(bursty)[0, 0] > 3
+
+
+def test_quiet_hours_vary_less_than_busy_ones():
+    # a day of 2 an hour at night and 60 by day, each hour's rate scaled by its own gamma
+    # draw (relative variance 0.05): variance 1 * e + 0.05 * e**2, measured (against the
+    # median of five other weeks, itself uncertain: a little more)
+    rng = np.random.default_rng(1)
+    rate = np.tile(np.where(np.arange(24) < 8, 2.0, 60.0), 7)
+    weeks = rng.poisson(rate * rng.gamma(20, 1 / 20, (1, 6, season.WEEK))).astype(float)
+    a, b = season.dispersion(weeks)[0]
+    assert 0.03 < b < 0.09
+    night, day = season.hourly_variance(np.array([[a, b]]), np.array([[2.0, 60.0]]))[0]
+    assert night / 2 < 2.5 and day / 60 > 4  # a quiet night is not tested as a busy afternoon
+
+
+def test_whole_days_busier_or_quieter_are_measured():
+    # each day's rate scaled as a whole (relative variance 0.02) on top of Poisson hours
+    rng = np.random.default_rng(2)
+    rate = np.full((1, 8, season.WEEK), 40.0)
+    level = np.repeat(rng.gamma(50, 1 / 50, (1, 8, 7)), 24, axis=2)
+    weeks = rng.poisson(rate * level).astype(float)
+    spread = season.day_spread(weeks, season.dispersion(weeks))[0]
+    assert 0.01 < spread < 0.04
+    flat = rng.poisson(rate).astype(float)
+    assert season.day_spread(flat, season.dispersion(flat))[0] < 0.005
+
+
+def test_the_count_tail_is_negative_binomial():
+    # mean 20, variance 60: nothing sent is about 1 in 3.6e6 (a Poisson law: 1 in 4.9e8)
+    assert scan.count_p_value(0, 20.0, 3.0, low=True) == pytest.approx(3**-10)
+    assert scan.count_p_value(0, 20.0, 1.0, low=True) == pytest.approx(np.exp(-20))
+    # the upper tail, P(X >= 50), heavier than a Poisson law's of the same mean
+    assert scan.count_p_value(50, 20.0, 3.0, low=False) > 100 * scan.count_p_value(
+        50, 20.0, 1.0, low=False
+    )
+
+
+def test_overlapping_periods_count_as_the_disjoint_periods_that_fit():
+    # every run of 1 to 4 buckets of 8: 8 + 7 + 6 + 5 periods, as many tests as
+    # 8/1 + 7/2 + 6/3 + 5/4 disjoint ones
+    valid = np.ones((8, 4), dtype=bool)
+    valid[np.arange(8)[:, None] + np.arange(1, 5)[None, :] > 8] = False
+    tests = scan.effective_tests(valid, np.arange(1, 5)[None, :])
+    assert tests == pytest.approx(8 + 7 / 2 + 6 / 3 + 5 / 4)
 
 
 def test_a_one_off_week_does_not_move_the_season():
@@ -198,3 +243,81 @@ def test_a_baseline_of_other_groups_is_refused(shaped):
     counts.attrs.update(after=(after - HISTORY).isoformat(), before=after.isoformat())
     with pytest.raises(ParameterError, match="same service"):
         find_incidents(activity, baseline=counts)
+
+
+def test_a_channel_varies_as_its_workflows_do_not_as_its_steadiest_sends():
+    # four weeks of one channel: people's sends (40 an hour by day, each hour's rate scaled by
+    # its own gamma draw) split between two providers, which move together, and a nightly
+    # batch of about 300 that hardly varies
+    rng = np.random.default_rng(3)
+    hours = pd.date_range("2026-10-01", periods=4 * season.WEEK, freq="h", tz="UTC")
+    rate = np.where((hours.hour >= 8) & (hours.hour < 20), 40.0, 2.0)
+    people = rng.poisson(rate * rng.gamma(10, 1 / 10, len(hours)))
+    first = rng.binomial(people, 0.5)
+    batch = np.where(hours.hour == 2, rng.binomial(320, 0.95, len(hours)), 0)
+    counts = pd.concat([
+        pd.DataFrame({"bucket": hours, "channel": "email", "provider_id": provider,
+                      "workflow": workflow, "jobs": jobs})
+        for provider, workflow, jobs in (("p1", "people", first), ("p2", "people", people - first),
+                                         ("p1", "batch", batch))
+    ])  # fmt: skip
+    built = season.build(lambda: counts, hours[0], hours[-1] + season.HOUR)
+    busy = np.flatnonzero(built.hours.hour == 14)
+    channel = built.groups("channel")[3][0][0, busy]
+    workflows = dict(zip([k["workflow"] for k in built.groups("workflow")[0]],
+                         built.groups("workflow")[3][0], strict=True))  # fmt: skip
+    cells = [n for n, key in enumerate(built.keys) if key[2] == "people"]
+    apart = season.hourly_variance(season.dispersion(built.reference), built.expected)[cells]
+    assert (channel >= 0.95 * workflows["people"][busy]).all()
+    assert (channel > 1.4 * apart[:, busy].sum(0)).all()  # the providers' parts move together
+
+
+def test_what_a_drop_missed_is_counted_at_its_days_level():
+    # four weeks of 60 an hour by day, 6 at night, each day busier or quieter as a whole
+    # (relative variance 0.03); then a day running at 70% of usual all along, silent from
+    # 10:00 to 15:00: what is missing is 70% of a usual day's hours, not 100%
+    from toolkit.incidents import volume
+    from toolkit.incidents.scan import Evidence
+
+    rng = np.random.default_rng(4)
+    hours = pd.date_range("2026-10-01", periods=29 * 24, freq="h", tz="UTC")
+    rate = np.where((hours.hour >= 7) & (hours.hour < 22), 60.0, 6.0)
+    level = np.repeat(rng.gamma(33, 1 / 33, 29), 24)
+    level[-24:] = 0.7
+    jobs = rng.poisson(rate * level)
+    silent = np.zeros(len(hours), dtype=bool)
+    silent[-24 + 10 : -24 + 15] = True
+    missing = int(jobs[silent].sum())
+    jobs[silent] = 0
+    counts = pd.DataFrame({"bucket": hours, "channel": "email", "provider_id": "p1",
+                           "workflow": "people", "jobs": jobs})  # fmt: skip
+    day = hours[-24]
+    built = season.build(lambda: counts[counts["bucket"] >= day], day, hours[-1] + season.HOUR,
+                         counts[counts["bucket"] < day], (hours[0], day))  # fmt: skip
+    scan, groups = volume.scans(built, Evidence(10, 5, 2.0))["workflow", True]
+    row = volume.candidate(built, "workflow", True, groups, scan.first_round()[0], scan.tests)
+    usual = built.expected[0, row["first"] : row["stop"]].sum()
+    assert abs(row["expected"] - row["events"] - missing) <= 0.1 * missing
+    assert usual - row["events"] > 1.25 * missing  # the usual day's count: far too many
+
+
+def test_a_campaign_sent_at_the_usual_failure_rate_is_no_failure_incident(week):
+    # ten times the usual email for two hours, failing as often as usual: no failure row in it
+    # but the planted incidents' own
+    _, planted, found = week
+    campaign = planted_of(planted, "campaign")
+    during = found[
+        found["channel"].eq("email").fillna(False)
+        & (found["started_at"] <= campaign["end"])
+        & (found["ended_at"] >= campaign["start"])
+        & ~found["kind"].isin(["volume_spike", "volume_drop", "traffic_shift"])
+    ]
+    kinds = {"degradation": "error_spike"}
+    for _, row in during.iterrows():
+        assert any(
+            kinds.get(p["kind"], p["kind"]) == row["kind"]
+            and p["channel"] == "email"
+            and p["start"] <= row["ended_at"]
+            and p["end"] >= row["started_at"]
+            for p in planted
+        ), row["summary"]

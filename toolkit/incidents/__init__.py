@@ -39,9 +39,13 @@ hour of the week in other weeks, scaled to the cell's usual weekly total (`seaso
 weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
 weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
 counts query) or such counts. How much counts vary is measured on the same weeks, not assumed:
-each cell's and group's dispersion (mean squared Pearson residual, quasi-Poisson) and how much
-whole days vary together; a period of expected count ``e`` has variance ``dispersion * e +
-spread * e**2`` (`scan.CountScan`). A group's period with at most ``1 / min_ratio`` of its
+each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts
+raise ``a``, busier or quieter hours ``b``: a quiet night varies less than a busy afternoon;
+`season.dispersion`) and how much whole days vary together (``spread``, `season.day_spread`); a
+period of expected count ``e`` has its hours' variance plus ``spread * e**2`` and its count is
+tested as negative binomial with that mean and variance (`scan.count_p_value`). Its p-value is
+multiplied by the number of volume and failure periods examined, where a volume period of ``l``
+hours counts ``1 / l`` (overlapping periods are nearly the same test; `scan.effective_tests`). A group's period with at most ``1 / min_ratio`` of its
 expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and
 two hours of its busiest traffic, and a larger departure than any of the group's in each week of
 the history against the others, a ``volume_spike`` (recurring batches and the group's usual
@@ -55,7 +59,10 @@ summary say so. A store's days without files are gaps: the history's weeks touch
 left out (fewer than three whole weeks left: the fallback). A baseline sharing no (channel,
 provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
-group's jobs per notification.
+group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
+busier or quieter than the season's usual one): scaled by the group's jobs over its expected
+jobs in the 24 hours either side, weighed by how much its days vary against how uncertain that
+ratio is (`volume._level`).
 
 Failures
 --------

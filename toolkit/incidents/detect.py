@@ -180,7 +180,7 @@ def find_incidents(
         counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
     tests = sum(scan.tests for scan in scans.values())
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
-    checked["tests"] = tests
+    checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
     picked = [(name, pick) for name, scan in scans.items()
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
     found.fetch(picked)

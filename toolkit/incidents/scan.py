@@ -7,6 +7,12 @@ group's share of all jobs). Every contiguous run of buckets of every group is a 
 the candidate with the largest likelihood ratio (Kulldorff's Bernoulli scan statistic) is each
 group's best, and its p-value is the exact binomial probability of a count this extreme given the
 baseline rate: the rest of the window's, or a separate baseline's.
+
+The p-values are corrected for the number of periods examined (Bonferroni). A count scan's
+periods (volume against its season, `CountScan`) count as `effective_tests`: periods that overlap
+are nearly the same test, so a period of ``l`` buckets counts ``1 / l``. A rate scan's (`Scan`)
+count one each: its binomial test takes jobs as independent, which failures bunched by retries
+and by subscribers are not, and the larger count keeps it from finding them on quiet data.
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ class Scan:
     parent: np.ndarray
     evidence: Evidence
     base: tuple[np.ndarray, np.ndarray] | None = None
-    tests: int = 0
+    tests: float = 0.0
     used: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -87,8 +93,8 @@ class Scan:
     def mark(self, pick: Pick) -> None:
         self.used[pick.group, pick.first : pick.stop] = True
 
-    def _round(self, groups: np.ndarray) -> tuple[list[Pick], int]:
-        picks, tests = [], 0
+    def _round(self, groups: np.ndarray) -> tuple[list[Pick], float]:
+        picks, tests = [], 0.0
         size = max(1, CHUNK_CELLS // (self.events.shape[1] + 1) ** 2)
         for start in range(0, len(groups), size):
             chunk = groups[start : start + size]
@@ -97,7 +103,7 @@ class Scan:
             tests += counted
         return picks, tests
 
-    def _best(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+    def _best(self, groups: np.ndarray) -> tuple[list[Pick], float]:
         rule = self.evidence
         used = self.used[groups]
         events = np.where(used, 0, self.events[groups]).astype("float64")
@@ -119,9 +125,9 @@ class Scan:
             else:
                 evident = (k >= rule.min_events) & (rate >= rule.min_ratio * base_rate)
         valid = evident & (n >= rule.min_trials) & enough_base & ~crossed
-        tests = int(valid.sum())
+        tests = float(valid.sum())
         if not tests:
-            return [], 0
+            return [], 0.0
         score = np.where(valid, _llr(k, n, k_out, n_out, self.base is not None), -np.inf)
         flat = score.reshape(len(groups), -1)
         best = flat.argmax(1)
@@ -149,9 +155,10 @@ class Scan:
 @dataclass
 class CountScan:
     """All-periods scan of ``observed`` against ``expected`` counts (groups x buckets) with
-    quasi-Poisson ``variance``: (groups x buckets, and per group a spread ``s`` adding
-    ``s * expected**2`` to a period's; its dispersion is its variance over its expected count,
-    at least 1): too few (``low``) or too many, over runs of up to `LONGEST` buckets. The same rounds as `Scan`. A
+    ``variance`` (groups x buckets, and per group a spread ``s`` adding ``s * expected**2`` to a
+    period's; its dispersion is its variance over its expected count, at least 1; tested as
+    negative binomial, `count_p_value`): too few (``low``) or too many, over runs of up to
+    `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
     the group's busiest expected traffic (too many)."""
@@ -160,7 +167,7 @@ class CountScan:
     expected: np.ndarray
     variance: tuple[np.ndarray, np.ndarray]
     evidence: Evidence
-    tests: int = 0
+    tests: float = 0.0
     used: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,11 +177,11 @@ class CountScan:
 
     first_round, next_round, mark = Scan.first_round, Scan.next_round, Scan.mark
 
-    def _round(self, groups: np.ndarray) -> tuple[list[Pick], int]:
+    def _round(self, groups: np.ndarray) -> tuple[list[Pick], float]:
         return self._best(groups)
 
-    def _best(self, groups: np.ndarray) -> tuple[list[Pick], int]:
-        rule, picks, tests = self.evidence, [], 0
+    def _best(self, groups: np.ndarray) -> tuple[list[Pick], float]:
+        rule, picks, tests = self.evidence, [], 0.0
         for group in groups:  # one group at a time: starts x lengths cells
             used = self.used[group]
             k, inside = _runs(np.where(used, 0, self.observed[group]))
@@ -191,10 +198,9 @@ class CountScan:
                 more = np.maximum(2 * float(self.expected[group].max()), rule.min_trials * phi)
                 evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
             valid = evident & ~crossed
-            counted = int(valid.sum())
-            if not counted:
+            if not valid.any():
                 continue
-            tests += counted
+            tests += effective_tests(valid, np.arange(1, valid.shape[1] + 1)[None, :])
             with np.errstate(invalid="ignore", divide="ignore"):
                 score = (_xlogy(k, k / np.maximum(e, 1e-9)) - (k - e)) / phi
             score = np.where(valid, score, -np.inf)
@@ -216,13 +222,29 @@ def _runs(values: np.ndarray, longest: int = LONGEST) -> tuple[np.ndarray, np.nd
     return cumulative[np.minimum(ends, len(values))] - cumulative[starts], inside
 
 
+def effective_tests(valid: np.ndarray, length: np.ndarray) -> float:
+    """How many tests the ``valid`` periods (any shape) of ``length`` buckets (broadcast to it)
+    are: each counts ``1 / length``, since a period overlapping another by all but one of its
+    ``l`` buckets is nearly the same test (the disjoint periods of each length that fit)."""
+    return float((valid / np.maximum(length, 1)).sum())
+
+
 def count_p_value(observed: float, expected: float, dispersion: float, *, low: bool) -> float:
-    """The quasi-Poisson tail: a Poisson law of mean ``expected / dispersion`` at
-    ``observed / dispersion``, as few (``low``) or as many."""
-    k, mean = observed / dispersion, max(expected, 1e-9) / dispersion
+    """The negative binomial tail: the law of mean ``expected`` and variance ``dispersion``
+    times it (a Poisson law when ``dispersion`` is 1), at ``observed``, as few (``low``) or as
+    many: a gamma-mixed Poisson, whose tail is as heavy as measured bursts and busy days make
+    it."""
+    mean, k = max(expected, 1e-9), observed
+    if dispersion <= 1 + 1e-9:
+        if low:
+            return float(gammaincc(k + 1, mean))  # P(X <= k)
+        return 1.0 if k <= 0 else float(gammainc(k, mean))  # P(X >= k)
+    size, success = mean / (dispersion - 1), 1 / dispersion  # nbinom(size, success)
+    # nbinom.cdf(k) and nbinom.sf(k - 1) as scipy.stats computes them (the regularized
+    # incomplete beta), without importing scipy.stats (~0.6 s)
     if low:
-        return float(gammaincc(k + 1, mean))  # P(X <= k)
-    return 1.0 if k <= 0 else float(gammainc(k, mean))  # P(X >= k)
+        return float(betainc(size, k + 1, success))  # P(X <= k)
+    return 1.0 if k <= 0 else float(betainc(k, size, 1 - success))  # P(X >= k)
 
 
 def p_value(events, trials, base_events, base_trials, *, low: bool = False) -> float:

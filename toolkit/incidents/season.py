@@ -7,11 +7,14 @@ week in the other weeks of the history (scaled to the cell's usual weekly total,
 ``baseline=``; a week of it touching a gap, hours a store does not hold, left out): a daily and
 weekly rhythm, nightly batches and weekly newsletters are in it, a one-off burst in one week is
 not. Groups (channel, provider, workflow) sum their cells. How much a
-cell's hourly counts vary around that median is its dispersion: the mean squared Pearson
-residual of the history's own weeks (each against the median of the others; the largest 0.5%
-left out, they are the history's own incidents), 1 for a Poisson count (a batch sent at the same hour
-every day varies little, people's own sends and their bursts more); a group's counts are then tested as quasi-Poisson, with the variance the sum of
-its cells' (dispersion x expected).
+cell's hourly counts vary around that median is measured on the history's own weeks (each against
+the median of the others; the largest 0.5% left out, they are the history's own incidents): its
+variance at an hour of expected count ``e`` is ``a * e + b * e**2`` (`dispersion`: ``a`` at
+least 1, a Poisson count's; bursts raise ``a``, an hour busier or quieter than usual as a whole
+raises ``b``, so a quiet night varies less than a busy afternoon), and whole days vary together
+by a relative variance `day_spread`. A group's period of expected count ``e`` then has the
+variance of its hours plus ``day_spread * e**2``, and its count is tested as negative binomial
+with that mean and variance (`toolkit.incidents.scan.count_p_value`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ MIN_WEEKS = 3
 CHI2_MEDIAN = 0.4549
 #: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
 TRIM = 0.005
+#: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
+SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 
 
 @dataclass
@@ -63,7 +68,11 @@ class Season:
 
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
-        their variance (groups x hours, and the `day_spread` of each), and their cells."""
+        their variance (groups x hours, and the `day_spread` of each), and their cells.
+
+        A group's hourly variance is the sum of its workflows' parts' (each part's cells
+        summed, then measured: `dispersion`), or its own when larger; its spread the parts'
+        spreads weighted by their squared expected counts, or its own when larger."""
         names = LEVELS[level]
         at = [CELL.index(name) for name in names]
         group_keys = sorted({tuple(key[i] for i in at) for key in self.keys}, key=str)
@@ -72,15 +81,33 @@ class Season:
         summed = np.zeros((len(group_keys), len(self.keys)))
         summed[member, np.arange(len(self.keys))] = 1
         observed, expected = summed @ self.observed, summed @ self.expected
-        # cells of one group may move together (a notification's jobs on two channels): the
-        # group's own dispersion, when larger, is the one that holds
-        weekly = np.einsum("gc,cwh->gwh", summed, self.reference)
-        own = dispersion(weekly)
-        variance = np.maximum(summed @ (self.expected * dispersion(self.reference)[:, None]),
-                              expected * own[:, None])  # fmt: skip
+        # a workflow's sends on its channels and providers move together (the same
+        # notifications), different workflows' apart: a group varies as the sum of its
+        # workflows' parts, each measured whole, or as it does itself when that is more
+        flows = CELL.index("workflow")
+        part_keys = sorted(
+            {(m, key[flows]) for m, key in zip(member, self.keys, strict=True)}, key=str
+        )
+        parts = np.zeros((len(part_keys), len(self.keys)))
+        index = {key: n for n, key in enumerate(part_keys)}
+        for c, (m, key) in enumerate(zip(member, self.keys, strict=True)):
+            parts[index[m, key[flows]], c] = 1
+        of_group = np.zeros((len(group_keys), len(part_keys)))
+        of_group[[m for m, _ in part_keys], np.arange(len(part_keys))] = 1
+        weekly, part_weekly = (np.einsum("gc,cwh->gwh", m, self.reference) for m in (summed, parts))
+        own, part_model = dispersion(weekly), dispersion(part_weekly)
+        part_expected = parts @ self.expected
+        variance = np.maximum(of_group @ hourly_variance(part_model, part_expected),
+                              hourly_variance(own, expected))  # fmt: skip
+        weight = part_expected.sum(1) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = (of_group @ (day_spread(part_weekly, part_model) * weight)) / (
+                of_group @ weight
+            )
+        spread = np.maximum(np.nan_to_num(spread), day_spread(weekly, own))
         cells = [np.flatnonzero(member == n) for n in range(len(group_keys))]
         named = [dict(zip(names, key, strict=True)) for key in group_keys]
-        return named, observed, expected, (variance, day_spread(weekly, own)), cells
+        return named, observed, expected, (variance, spread), cells
 
 
 def build(
@@ -190,47 +217,76 @@ def center(weekly: np.ndarray) -> np.ndarray:
 
 
 def dispersion(weekly: np.ndarray) -> np.ndarray:
-    """Each cell's dispersion (at least 1) from its weeks (cells x weeks x 168): the mean
-    squared Pearson residual of each week's hours against the median of the other weeks (at
-    least 0.5; hours where nothing was expected nor sent left out), the largest `TRIM` left
-    out."""
-    out = np.ones(len(weekly))
-    residuals = []
+    """Each cell's hourly variance ``a * e + b * e**2`` at an expected count ``e``, from its
+    weeks (cells x weeks x 168 in, cells x 2 ``(a, b)`` out): the squared departure of each
+    week's hours from the median of the other weeks over their expected count (the Pearson
+    residual, at least 0.5 expected; hours where nothing was expected nor sent left out; the
+    largest `TRIM` left out) is, on average, ``a + b * e``: the least-squares line of the
+    residuals on the expected counts (``b`` 0, one mean ``a``, when the busier quarter of the
+    hours is not twice as busy as the quieter quarter). ``a`` is at least 1 (a Poisson count),
+    ``b`` at least 0."""
+    out = np.tile([1.0, 0.0], (len(weekly), 1))
+    pearson, at = [], []
     for week in range(weekly.shape[1]):
         expected = center(np.delete(weekly, week, axis=1))
         seen = weekly[:, week]
         counted = (expected >= 1) | (seen > 0)  # a burst where little is expected counts
         expected = np.maximum(expected, 0.5)
-        residuals.append(np.where(counted, (seen - expected) ** 2 / expected, np.nan))
-    stacked = np.concatenate(residuals, axis=1)
-    for group, values in enumerate(stacked):
-        values = values[~np.isnan(values)]
-        if len(values) >= 10:
-            kept = np.sort(values)[: max(1, int(len(values) * (1 - TRIM)))]
-            out[group] = max(1.0, float(kept.mean()))
+        pearson.append(np.where(counted, (seen - expected) ** 2 / expected, np.nan))
+        at.append(expected)
+    pearson, at = np.concatenate(pearson, axis=1), np.concatenate(at, axis=1)
+    for cell, (values, expected) in enumerate(zip(pearson, at, strict=True)):
+        kept = ~np.isnan(values)
+        values, expected = values[kept], expected[kept]
+        if len(values) < 10:
+            continue
+        order = np.argsort(values)[: max(1, int(len(values) * (1 - TRIM)))]
+        values, expected = values[order], expected[order]
+        a, b = float(values.mean()), 0.0
+        quarter, three = np.percentile(expected, [25, 75])
+        if three >= 2 * quarter:  # counts of different sizes: the least-squares line
+            b = max(0.0, float(np.cov(expected, values)[0, 1] / expected.var(ddof=1)))
+            a = a - b * float(expected.mean())
+        out[cell] = max(1.0, a), b
     return out
 
 
-def day_spread(weekly: np.ndarray, dispersion: np.ndarray) -> np.ndarray:
-    """How much each group's whole days vary together (groups x weeks x 168 in): the median
-    squared relative departure of a day's count from its expected count beyond the hourly
-    dispersion, over `CHI2_MEDIAN` (a day busier or quieter than usual as a whole; 0 when days
-    vary no more than hours). A period of expected count ``e`` then has variance
-    ``dispersion * e + spread * e**2``."""
-    out = np.zeros(len(weekly))
+def hourly_variance(model: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """The variance of hourly counts of ``expected`` (rows x hours) under `dispersion`'s
+    ``(a, b)`` of each row."""
+    return model[:, :1] * expected + model[:, 1:] * expected**2
+
+
+def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """How much each group's whole days vary together (groups x weeks x 168 in, with its
+    `dispersion`): the relative variance ``s`` at which each day's departure from its expected
+    count ``u`` (each week against the median of the others; days of at least 20 expected),
+    squared, over its variance (its hours' plus ``s * u**2``), has the median of a chi-square
+    law of one degree of freedom, `CHI2_MEDIAN` (0 when days vary no more than their hours
+    do). A period of expected count ``e`` then has its hours' variance plus ``s * e**2``."""
     days = weekly.shape[2] // 24
+    square, hours, usual = [], [], []
+    for week in range(weekly.shape[1]):  # each week against the median of the others
+        day = center(np.delete(weekly, week, axis=1)).reshape(len(weekly), days, 24)
+        total = day.sum(2)
+        square.append((weekly[:, week].reshape(len(weekly), days, 24).sum(2) - total) ** 2)
+        hours.append((model[:, :1, None] * day + model[:, 1:, None] * day**2).sum(2))
+        usual.append(total)
+    square, hours, usual = (np.concatenate(x, axis=1) for x in (square, hours, usual))
+    out = np.zeros(len(weekly))
     for group in range(len(weekly)):
-        values = []
-        for week in range(weekly.shape[1]):
-            expected = center(np.delete(weekly[group : group + 1], week, axis=1))[0]
-            seen = weekly[group, week].reshape(days, 24).sum(1)
-            usual = expected.reshape(days, 24).sum(1)
-            ok = usual >= 20
-            seen, usual = seen[ok], usual[ok]
-            values += list((seen - usual) ** 2 / usual**2 - dispersion[group] / usual)
-        if len(values) >= 5:  # the median: days of incidents or of a provider moved are few
-            out[group] = max(0.0, float(np.median(values)) / CHI2_MEDIAN)
+        ok = usual[group] >= 20
+        if ok.sum() >= 5:  # the median: days of incidents or of a provider moved are few
+            out[group] = _spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
+
+
+def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
+    """The smallest of `SPREADS` at which the median of ``square / (hours + s * usual)`` is at
+    most `CHI2_MEDIAN` (it falls as ``s`` grows)."""
+    ratio = np.median(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
+    below = ratio <= CHI2_MEDIAN
+    return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 
 
 def _keys(*frames: pd.DataFrame) -> list[tuple]:

@@ -8,7 +8,8 @@ missing, of its jobs extra) is kept: a workflow that stopped rather than each ch
 on, a silent channel rather than each of its providers. A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
-more than its group did in each week of the season's history (`_beyond_history`).
+more than its group did in each week of the season's history (`_beyond_history`). A row's
+expected jobs are at its day's level (`_level`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 GAP = 12
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
+#: Hours either side of a period whose jobs say how busy its day is (`_level`).
+AROUND = 24
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -35,15 +38,16 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         for low in (True, False):
             evidence = Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low)
             scan = CountScan(observed, expected, variance, evidence)
-            out[level, low] = (scan, (keys, cells))
+            out[level, low] = (scan, (keys, cells, variance))
     return out
 
 
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
     """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
-    keys, cells = groups
-    mine = cells[pick.group]
-    observed, expected = season.observed[mine].sum(0), season.expected[mine].sum(0)
+    keys, cells, (variance, spread) = groups
+    mine, spread = cells[pick.group], (variance[pick.group], spread[pick.group])
+    observed = season.observed[mine].sum(0)
+    expected = season.expected[mine].sum(0) * _level(season, mine, pick.first, pick.stop, spread)
     # how far it departs: the share of its expected jobs missing, of its jobs extra (the
     # scan's own period, before the edges below)
     core = (pick.expected - pick.events) / pick.expected if low else 1 - pick.expected / pick.events
@@ -64,7 +68,8 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "kind": "volume_drop" if low else "volume_spike",
         "level": level,
         "keys": keys[pick.group],
-        "cells": cells[pick.group],
+        "cells": mine,
+        "spread": spread,
         "first": pick.first,
         "stop": pick.stop,
         "start": start,
@@ -79,6 +84,22 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "affected": np.zeros(0, dtype=int),
         "share": core,
     }
+
+
+def _level(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple) -> float:
+    """How busy the group is on the day of hours ``[first, stop)``, relative to the season's
+    usual day: its jobs over its expected jobs in the `AROUND` hours either side, weighed
+    against 1 by how much days vary (the group's ``spread``: its hourly variance and
+    `toolkit.incidents.season.day_spread`) and how uncertain those hours' ratio is (their
+    variance over their expected count squared): ``1 + w * (ratio - 1)``, ``w = s / (s + u)``."""
+    observed, expected = season.observed[cells].sum(0), season.expected[cells].sum(0)
+    around = np.r_[max(0, first - AROUND) : first, stop : min(len(observed), stop + AROUND)]
+    usual = expected[around].sum()
+    if not usual or not spread[1]:
+        return 1.0
+    uncertain = spread[0][around].sum() / usual**2
+    weight = spread[1] / (spread[1] + uncertain)
+    return float(1 + weight * (observed[around].sum() / usual - 1))
 
 
 def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
@@ -102,7 +123,8 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
             period = slice(last["first"], row["stop"])
             cells = last["cells"]
             observed = int(season.observed[cells, period].sum())
-            expected = float(season.expected[cells, period].sum())
+            level = _level(season, cells, last["first"], row["stop"], last["spread"])
+            expected = float(season.expected[cells, period].sum()) * level
             low = row["kind"] == "volume_drop"
             last.update(stop=row["stop"], end=row["end"], events=observed, jobs=observed,
                         expected=expected, ongoing=row["ongoing"],
