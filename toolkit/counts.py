@@ -420,6 +420,7 @@ def failures(
     before=None,
     examples: int = 3,
     notifications: pd.DataFrame | None = None,
+    top: int | None = None,
 ) -> pd.DataFrame:
     """Failed delivery jobs per channel, provider and error, counted by the engine, most first.
 
@@ -432,6 +433,8 @@ def failures(
     notifications : DataFrame, optional
         With delivery jobs as ``data``: their notifications (``notification_id``,
         ``transaction_id``), for the examples (none without).
+    top : int, optional
+        Examples for the first ``top`` groups only (the others' lists are empty); None: all.
 
     Returns
     -------
@@ -443,37 +446,17 @@ def failures(
         failed jobs (most first), first seen, error text.
     """
     keys = ", ".join(FAILURE_KEYS)
-    order = "ORDER BY ended_at NULLS LAST, job_id"
     named = examples > 0 and (notifications is not None or not isinstance(data, pd.DataFrame))
     frames = {}
     if isinstance(data, pd.DataFrame) and named:
         ids = notifications[["notification_id", "transaction_id"]]
         frames = {"notifications": ids.drop_duplicates("notification_id")}
-    # a group's examples: its failed jobs in order of their last execution detail, each
-    # notification once (at its first job), those with a transaction id
-    shown = "k = 1 AND transaction_id IS NOT NULL"
     sql = (
-        f"WITH failed AS (SELECT {keys}, notification_id, subscriber_id, started_at, ended_at,"
-        f" job_id, row_number() OVER (PARTITION BY {keys}, notification_id {order}) AS k"
-        " FROM delivery_jobs WHERE outcome = 'failed')"
-        + (
-            ", ranked AS (SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
-            " FROM failed f LEFT JOIN notifications n ON n.notification_id = f.notification_id)"
-            f", numbered AS (SELECT *, CASE WHEN {shown} THEN row_number() OVER (PARTITION BY"
-            f" {keys}, ({shown}) {order}) END AS r FROM ranked)"
-            if named
-            else ", numbered AS (SELECT * FROM failed)"
-        )
-        + f" SELECT {keys}, CAST(count(*) AS BIGINT) AS failed,"
+        f"SELECT {keys}, CAST(count(*) AS BIGINT) AS failed,"
         " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications,"
         " CAST(count(DISTINCT subscriber_id) AS BIGINT) AS subscribers,"
         " min(started_at) AS first_seen, max(ended_at) AS last_seen"
-        + "".join(
-            f", max(CASE WHEN r = {i} THEN transaction_id END) AS example_{i}"
-            for i in range(1, examples + 1)
-            if named
-        )  # fmt: skip
-        + f" FROM numbered GROUP BY {keys}"
+        f" FROM delivery_jobs WHERE outcome = 'failed' GROUP BY {keys}"
     )
     frame = _jobs_query(data, after, before, sql, frames).to_pandas()
     for key in FAILURE_KEYS:
@@ -482,16 +465,57 @@ def failures(
         frame[name] = frame[name].astype("int64")
     for name in ("first_seen", "last_seen"):
         frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
-    named_columns = [f"example_{i}" for i in range(1, examples + 1) if named]
-    frame["transaction_ids"] = [
-        [value for value in row if value is not None and not pd.isna(value)]
-        for row in frame[named_columns].itertuples(index=False)
-    ] if named_columns else [[] for _ in range(len(frame))]  # fmt: skip
-    frame = frame.drop(columns=named_columns).sort_values(
+    frame = frame.sort_values(
         ["failed", "first_seen", "error_text", *FAILURE_KEYS[:3]],
         ascending=[False, True, True, True, True, True], na_position="last", ignore_index=True,
     )  # fmt: skip
+    shown = frame.head(len(frame) if top is None else top) if named else frame.iloc[:0]
+    found = _examples(data, after, before, shown, examples, frames)
+    frame["transaction_ids"] = found + [[] for _ in range(len(frame) - len(found))]
     return frame
+
+
+def _examples(data, after, before, groups: pd.DataFrame, examples: int, frames) -> list[list[str]]:
+    """The example transaction ids of each of ``groups`` (rows of `failures`): those of the
+    group's first ``examples`` notifications with one, in order of their failed jobs' last
+    execution detail (each notification at its first job). Read by bounded queries: the first
+    failed jobs of the groups still short of examples (``ORDER BY ... LIMIT``), more each round,
+    so that no query keeps state per failed job."""
+    order = "ended_at ASC NULLS LAST, job_id ASC"
+    keys = [tuple(_plain(value) for value in row) for row in groups[list(FAILURE_KEYS)].itertuples(index=False)]  # fmt: skip
+    found: list[list[str]] = [[] for _ in keys]
+    pending, per = list(range(len(keys))), 2 * examples
+    while pending:
+        limit = per * len(pending)
+        chosen = " OR ".join(f"({_condition(dict(zip(FAILURE_KEYS, keys[i], strict=True)))})" for i in pending)  # fmt: skip
+        rows = _jobs_query(data, after, before, (
+            f"WITH first AS (SELECT {', '.join(FAILURE_KEYS)}, notification_id, ended_at, job_id"
+            f" FROM delivery_jobs WHERE outcome = 'failed' AND ({chosen}) ORDER BY {order}"
+            f" LIMIT {limit}) SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
+            " FROM first f LEFT JOIN notifications n ON n.notification_id = f.notification_id"
+            f" ORDER BY {order.replace('ended_at', 'f.ended_at').replace('job_id', 'f.job_id')}"
+        ), frames).to_pylist()  # fmt: skip
+        seen: dict[tuple, list] = {keys[i]: [] for i in pending}  # a group's first jobs, in order
+        for row in rows:
+            seen[tuple(row[key] for key in FAILURE_KEYS)].append(row)
+        still = []
+        for i in pending:
+            named, ids = set(), []
+            for row in seen[keys[i]]:
+                if row["notification_id"] not in named:
+                    named.add(row["notification_id"])
+                    if row["transaction_id"] is not None:
+                        ids.append(row["transaction_id"])
+            found[i] = ids[:examples]
+            whole = len(rows) < limit or len(seen[keys[i]]) >= groups["failed"].iloc[i]
+            if len(found[i]) < examples and not whole:
+                still.append(i)
+        pending, per = still, 4 * per
+    return found
+
+
+def _plain(value: Any) -> Any:
+    return None if value is None or pd.isna(value) else value
 
 
 def notification_statuses(source: Any, *, after=None, before=None) -> pd.DataFrame:

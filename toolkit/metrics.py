@@ -310,7 +310,7 @@ def top_failures(
     keys = ["channel", "provider_id", "error_code", "error_text"]
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
-    table = failures(jobs, notifications=notifications)
+    table = failures(jobs, notifications=notifications, top=top)
     return table.head(len(table) if top is None else top).reset_index(drop=True)
 
 

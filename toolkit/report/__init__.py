@@ -422,7 +422,7 @@ def _contents(window: Window, before, incidents, top: int, counts=None) -> dict[
     counts = detail_counts(source, **span) if counts is None else counts
     freq, rate_freq = _buckets(counts)
     delivery = delivery_counts(source, freq=rate_freq, by=DEFAULT_BY, **span)
-    failed = failures(source, **span)
+    failed = failures(source, top=top, **span)
     shown = failed.head(top).copy()
     labels = ["channel", "provider_id", "error_code", "error_text"]
     shown[labels] = shown[labels].astype("string").fillna(charts.MISSING)
