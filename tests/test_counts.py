@@ -159,6 +159,7 @@ def test_failures_find_examples_past_a_group_s_first_jobs_and_a_busier_group():
     assert table["notifications"].tolist() == [5, 3]
     shown = counts.failures(jobs, notifications=notifications, examples=2, top=1)
     assert shown["transaction_ids"].tolist() == [["tA1", "tA3"], []]
+    assert shown["notifications"].tolist() == [5, pd.NA]  # distinct counts of the shown only
 
 
 @pytest.mark.parametrize("text", ["plain", "it's", "back\\slash", "'\\'", "", "ünïcode"])
