@@ -311,30 +311,42 @@ def summaries(
     timed = present is None or measure in present
     percentiles_of = {percentile_name(q): q for q in quantiles} if timed else {}
     distinct = {  # distinct ids of the jobs with an outcome: counted by the engine, never summed
-        name: f"DISTINCT CASE WHEN outcome = '{outcome}' THEN {column} END"
+        name: f"CASE WHEN outcome = '{outcome}' THEN {column} END"
         for name, outcome, column in (("subscribers_reached", "finished", "subscriber_id"),
                                       ("in_flight_notifications", "in_flight", "notification_id"))
         if present is None or column in present
     }  # fmt: skip
+    # two stages: the counts per finest group and distinct id (bounded by groups x subscribers
+    # and notifications in flight), then summed per grouping set, where the ids are counted
+    # distinct: one distinct table over those rows instead of one per set over every job
+    counted = {
+        "delivery_jobs": "count(*)",
+        **{o: COUNTS[o] for o in ("finished", "failed", "in_flight", "not_sent")},
+        **({"n": f"count({measure})"} if timed else {}),
+    }
+    inner = [*keys, *(f"{expr} AS _{name}" for name, expr in distinct.items())]
+    first = (
+        f"SELECT {', '.join([*inner, *(f'{expr} AS {name}' for name, expr in counted.items())])}"
+        f" FROM delivery_jobs GROUP BY {', '.join(str(i) for i in range(1, len(inner) + 1))}"
+        if inner else
+        f"SELECT {', '.join(f'{expr} AS {name}' for name, expr in counted.items())} FROM delivery_jobs"
+    )  # fmt: skip
     columns = [
         *keys,
         *(f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}" for key in keys if len(sets) > 1),
-        "CAST(count(*) AS BIGINT) AS delivery_jobs",
-        *(f"CAST({COUNTS[o]} AS BIGINT) AS {o}" for o in ("finished", "failed", "in_flight", "not_sent")),  # fmt: skip
-        *([f"CAST(count({measure}) AS BIGINT) AS n"] if timed else []),
-        *(f"CAST(count({expr}) AS BIGINT) AS {name}" for name, expr in distinct.items()),
+        *(f"CAST(sum({name}) AS BIGINT) AS {name}" for name in counted),
+        *(f"CAST(count(DISTINCT _{name}) AS BIGINT) AS {name}" for name in distinct),
     ]  # fmt: skip
     if len(sets) > 1:
         grouped = " GROUP BY GROUPING SETS (" + ", ".join(f"({', '.join(s)})" for s in sets) + ")"
     else:
         grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
-    table = _jobs_query(data, after, before, f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}")  # fmt: skip
+    table = _jobs_query(data, after, before, f"WITH per_id AS ({first}) SELECT {', '.join(columns)} FROM per_id{grouped}")  # fmt: skip
     timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal) if percentiles_of else None  # fmt: skip
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
-    counted = ("delivery_jobs", "finished", "failed", "in_flight", "not_sent", "n", *distinct)
-    for name in (name for name in counted if name in frame):
+    for name in (name for name in (*counted, *distinct) if name in frame):
         frame[name] = frame[name].to_numpy("int64", na_value=0) if len(frame) else frame[name].astype("int64")  # fmt: skip
     frame["jobs"] = frame.pop("finished") + frame["failed"]
     total = frame["jobs"].to_numpy("float64")
