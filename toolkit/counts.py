@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from toolkit.errors import ParameterError
-from toolkit.percentiles import percentiles
+from toolkit.percentiles import bin_of, percentiles
 from toolkit.schemas import CHANNELS
 
 __all__ = [
@@ -318,18 +319,20 @@ def summaries(
     }  # fmt: skip
     # two stages: the counts per finest group and distinct id (bounded by groups x subscribers
     # and notifications in flight), then summed per grouping set, where the ids are counted
-    # distinct: one distinct table over those rows instead of one per set over every job
+    # distinct: one distinct table over those rows instead of one per set over every job. The
+    # same pass counts the timings' histogram (`toolkit.percentiles`) as a second grouping set.
     counted = {
         "delivery_jobs": "count(*)",
         **{o: COUNTS[o] for o in ("finished", "failed", "in_flight", "not_sent")},
         **({"n": f"count({measure})"} if timed else {}),
     }
-    inner = [*keys, *(f"{expr} AS _{name}" for name, expr in distinct.items())]
+    ids = [f"_{name}" for name in distinct]
+    binned = [f"CASE WHEN {measure} IS NOT NULL THEN {bin_of(measure)} END AS _bin"] if percentiles_of else []  # fmt: skip
     first = (
-        f"SELECT {', '.join([*inner, *(f'{expr} AS {name}' for name, expr in counted.items())])}"
-        f" FROM delivery_jobs GROUP BY {', '.join(str(i) for i in range(1, len(inner) + 1))}"
-        if inner else
-        f"SELECT {', '.join(f'{expr} AS {name}' for name, expr in counted.items())} FROM delivery_jobs"
+        f"SELECT {', '.join([*keys, *ids, *(['_bin', 'CAST(GROUPING(_bin) AS INT) AS _counts'] if binned else []), *(f'{expr} AS {name}' for name, expr in counted.items())])}"
+        f" FROM (SELECT *, {', '.join([*(f'{expr} AS _{name}' for name, expr in distinct.items()), *binned]) or '1 AS _one'} FROM delivery_jobs) j"
+        + (f" GROUP BY GROUPING SETS (({', '.join([*keys, *ids])}), ({', '.join([*keys, '_bin'])}))" if binned
+           else f" GROUP BY {', '.join([*keys, *ids])}" if keys or ids else "")
     )  # fmt: skip
     columns = [
         *keys,
@@ -341,8 +344,21 @@ def summaries(
         grouped = " GROUP BY GROUPING SETS (" + ", ".join(f"({', '.join(s)})" for s in sets) + ")"
     else:
         grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
-    table = _jobs_query(data, after, before, f"WITH per_id AS ({first}) SELECT {', '.join(columns)} FROM per_id{grouped}")  # fmt: skip
-    timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal) if percentiles_of else None  # fmt: skip
+    sql = f"WITH per_id AS ({first}) SELECT {', '.join(columns)}"
+    if binned:  # the histogram's rows follow, told apart by ``_bin`` (NULL on the counts' rows)
+        padded = [*keys, *(f"CAST(NULL AS {'INT' if name.startswith('CAST(GROUPING') else 'BIGINT'})" for name in columns[len(keys):])]  # fmt: skip
+        sql += (
+            f", CAST(NULL AS BIGINT) AS _bin, CAST(NULL AS BIGINT) AS c FROM per_id WHERE _counts = 1{grouped}"
+            f" UNION ALL SELECT {', '.join(padded)}, _bin, delivery_jobs FROM per_id WHERE _counts = 0 AND _bin IS NOT NULL"
+        )  # fmt: skip
+    else:
+        sql += f" FROM per_id{grouped}"
+    table = _jobs_query(data, after, before, sql)
+    if binned:
+        hist = table.filter(pc.is_valid(table["_bin"]))
+        table = table.filter(pc.is_null(table["_bin"])).drop_columns(["_bin", "c"])
+        hist = hist.select([*keys, "_bin", "c"]).rename_columns([*keys, "bin", "c"]).to_pandas()
+    timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal, hist=hist) if binned else None  # fmt: skip
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip

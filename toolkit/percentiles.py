@@ -21,14 +21,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["STEP", "percentiles"]
+__all__ = ["STEP", "bin_of", "percentiles"]
 
 #: A bin's width, as a ratio of its values: each holds values within 0.5% of each other.
 STEP = 1.005
 _BELOW = -(2**31)  # the bin of values at or below zero
 
 
-def _bin(measure: str) -> str:
+def bin_of(measure: str) -> str:
+    """The SQL of a value's histogram bin (`STEP` wide; one bin for values at or below zero)."""
     return (
         f"CASE WHEN {measure} > 0 THEN CAST(floor(ln({measure}) * {1 / math.log(STEP)!r}) AS BIGINT)"
         f" ELSE {_BELOW} END"
@@ -42,17 +43,20 @@ def percentiles(
     measure: str,
     quantiles: dict[str, float],
     literal: Callable[[object], str],
+    hist: pd.DataFrame | None = None,
 ) -> list[pd.DataFrame]:
     """The ``quantiles`` (by column name) of ``measure`` per group of each of ``sets`` (lists
     of ``keys``), with ``run(sql)`` running SQL over ``delivery_jobs`` and ``literal(value)``
-    writing a text value as SQL. One frame per set: its keys, then one column per quantile
-    (groups without a timed job are left out)."""
+    writing a text value as SQL; ``hist``: the histogram (``keys``, ``bin`` by `bin_of`,
+    ``c``: the values in it), when counted already in another query's pass. One frame per set:
+    its keys, then one column per quantile (groups without a timed job are left out)."""
     keys = list(keys)
-    timed = f"SELECT *, {_bin(measure)} AS bin FROM delivery_jobs WHERE {measure} IS NOT NULL"
+    timed = f"SELECT *, {bin_of(measure)} AS bin FROM delivery_jobs WHERE {measure} IS NOT NULL"
     grouped = ", ".join([*keys, "bin"])
-    hist = run(
-        f"SELECT {grouped}, CAST(count(*) AS BIGINT) AS c FROM ({timed}) timed GROUP BY {grouped}"
-    ).to_pandas()
+    if hist is None:
+        hist = run(
+            f"SELECT {grouped}, CAST(count(*) AS BIGINT) AS c FROM ({timed}) timed GROUP BY {grouped}"
+        ).to_pandas()
     _plain(hist, keys)
     wanted = []  # (set, group values, quantile, rank's place in its bin, bin, low or high)
     fractions = {}  # (set, group values, quantile) -> how far between the low and high rank
