@@ -311,7 +311,8 @@ def top_failures(
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
     table = failures(jobs, notifications=notifications, top=top)
-    return table.head(len(table) if top is None else top).reset_index(drop=True)
+    shown = table.head(len(table) if top is None else top).reset_index(drop=True)
+    return shown.astype({"notifications": "int64", "subscribers": "int64"})  # all counted
 
 
 def totals(jobs: pd.DataFrame) -> dict[str, Any]:
