@@ -518,7 +518,7 @@ def _distinct_failed(data, after, before, groups: pd.DataFrame, frames) -> dict[
         )  # fmt: skip
         for number, row in enumerate(groups[list(FAILURE_KEYS)].itertuples(index=False))
     )
-    matched = " AND ".join(f"j.{key} IS NOT DISTINCT FROM s.{key}" for key in FAILURE_KEYS)
+    matched = " AND ".join(f"CAST(j.{key} AS STRING) IS NOT DISTINCT FROM s.{key}" for key in FAILURE_KEYS)  # fmt: skip
     table = _jobs_query(data, after, before, (
         f"WITH shown AS ({shown}) SELECT s.g, CAST(count(DISTINCT j.notification_id) AS BIGINT)"
         " AS notifications, CAST(count(DISTINCT j.subscriber_id) AS BIGINT) AS subscribers"
@@ -541,7 +541,7 @@ def _examples(data, after, before, groups: pd.DataFrame, examples: int, frames) 
         limit = per * len(pending)
         chosen = " OR ".join(f"({_condition(dict(zip(FAILURE_KEYS, keys[i], strict=True)))})" for i in pending)  # fmt: skip
         rows = _jobs_query(data, after, before, (
-            f"WITH first AS (SELECT {', '.join(FAILURE_KEYS)}, notification_id, ended_at, job_id"
+            f"WITH first AS (SELECT {', '.join(f'CAST({key} AS STRING) AS {key}' for key in FAILURE_KEYS)}, notification_id, ended_at, job_id"
             f" FROM delivery_jobs WHERE outcome = 'failed' AND ({chosen}) ORDER BY {order}"
             f" LIMIT {limit}) SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
             " FROM first f LEFT JOIN notifications n ON n.notification_id = f.notification_id"
