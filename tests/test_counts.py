@@ -141,6 +141,27 @@ def test_failures_name_the_first_three_notifications_of_a_group():
     assert counts.failures(jobs, notifications=notifications, examples=1).loc[0, "transaction_ids"] == ["t2"]  # fmt: skip
 
 
+def test_failures_find_examples_past_a_group_s_first_jobs_and_a_busier_group():
+    """The examples are read a few first jobs at a time: a group whose first jobs repeat one
+    notification, and a group whose failures all come after a busier group's, get theirs."""
+    ended = pd.to_datetime([f"2026-11-01T10:{m:02d}:00Z" for m in [*range(10), 20, 21, 22]])
+    named = ["a1"] * 6 + ["a2", "a3", "a4", "a5", "b1", "b2", "b3"]
+    jobs = pd.DataFrame({
+        "job_id": [f"j{i:02d}" for i in range(13)], "notification_id": named,
+        "subscriber_id": ["u1"] * 13, "channel": ["sms"] * 10 + ["email"] * 3,
+        "provider_id": ["p"] * 13, "error_code": ["E1"] * 13, "error_text": ["x"] * 13,
+        "outcome": ["failed"] * 13, "started_at": ended, "ended_at": ended,
+    })  # fmt: skip
+    transactions = {"a1": "tA1", "a2": None, "a3": "tA3", "a4": "tA4", "a5": "tA5", "b1": "tB1", "b2": "tB2", "b3": "tB3"}  # fmt: skip
+    notifications = pd.DataFrame({"notification_id": list(transactions), "transaction_id": list(transactions.values())})  # fmt: skip
+    table = counts.failures(jobs, notifications=notifications, examples=2)
+    assert table["transaction_ids"].tolist() == [["tA1", "tA3"], ["tB1", "tB2"]]
+    assert table["notifications"].tolist() == [5, 3]
+    shown = counts.failures(jobs, notifications=notifications, examples=2, top=1)
+    assert shown["transaction_ids"].tolist() == [["tA1", "tA3"], []]
+    assert shown["notifications"].tolist() == [5, pd.NA]  # distinct counts of the shown only
+
+
 @pytest.mark.parametrize("text", ["plain", "it's", "back\\slash", "'\\'", "", "ünïcode"])
 def test_literals_read_the_same_on_every_engine(text, request):
     from toolkit import engines

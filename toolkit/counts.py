@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import ParameterError
-from toolkit.percentiles import percentiles
+from toolkit.percentiles import bin_of, percentiles
 from toolkit.schemas import CHANNELS
 
 __all__ = [
@@ -93,6 +93,7 @@ WITH selected AS (
          sum(CASE WHEN CAST(status AS STRING) = 'Failed' THEN 1 ELSE 0 END) AS failed_attempts
   FROM execution_details
   WHERE notification_id IN (SELECT notification_id FROM selected)
+    AND CAST(status AS STRING) IN ('Success', 'Failed')
   GROUP BY job_id
 )
 SELECT j.job_id, j.notification_id, n.subscriber_id, n.workflow_identifier AS workflow, j.type,
@@ -317,30 +318,57 @@ def summaries(
     timed = present is None or measure in present
     percentiles_of = {percentile_name(q): q for q in quantiles} if timed else {}
     distinct = {  # distinct ids of the jobs with an outcome: counted by the engine, never summed
-        name: f"DISTINCT CASE WHEN outcome = '{outcome}' THEN {column} END"
+        name: f"CASE WHEN outcome = '{outcome}' THEN {column} END"
         for name, outcome, column in (("subscribers_reached", "finished", "subscriber_id"),
                                       ("in_flight_notifications", "in_flight", "notification_id"))
         if present is None or column in present
     }  # fmt: skip
+    # two stages: the counts per finest group and distinct id (bounded by groups x subscribers
+    # and notifications in flight), then summed per grouping set, where the ids are counted
+    # distinct: one distinct table over those rows instead of one per set over every job. The
+    # same pass counts the timings' histogram (`toolkit.percentiles`) as a second grouping set.
+    counted = {
+        "delivery_jobs": "count(*)",
+        **{o: COUNTS[o] for o in ("finished", "failed", "in_flight", "not_sent")},
+        **({"n": f"count({measure})"} if timed else {}),
+    }
+    ids = [f"_{name}" for name in distinct]
+    binned = [f"CASE WHEN {measure} IS NOT NULL THEN {bin_of(measure)} END AS _bin"] if percentiles_of else []  # fmt: skip
+    first = (
+        f"SELECT {', '.join([*keys, *ids, *(['_bin', 'CAST(GROUPING(_bin) AS INT) AS _counts'] if binned else []), *(f'{expr} AS {name}' for name, expr in counted.items())])}"
+        f" FROM (SELECT *, {', '.join([*(f'{expr} AS _{name}' for name, expr in distinct.items()), *binned]) or '1 AS _one'} FROM delivery_jobs) j"
+        + (f" GROUP BY GROUPING SETS (({', '.join([*keys, *ids])}), ({', '.join([*keys, '_bin'])}))" if binned
+           else f" GROUP BY {', '.join([*keys, *ids])}" if keys or ids else "")
+    )  # fmt: skip
     columns = [
         *keys,
         *(f"CAST(GROUPING({key}) AS INT) AS _grouping_{key}" for key in keys if len(sets) > 1),
-        "CAST(count(*) AS BIGINT) AS delivery_jobs",
-        *(f"CAST({COUNTS[o]} AS BIGINT) AS {o}" for o in ("finished", "failed", "in_flight", "not_sent")),  # fmt: skip
-        *([f"CAST(count({measure}) AS BIGINT) AS n"] if timed else []),
-        *(f"CAST(count({expr}) AS BIGINT) AS {name}" for name, expr in distinct.items()),
+        *(f"CAST(sum({name}) AS BIGINT) AS {name}" for name in counted),
+        *(f"CAST(count(DISTINCT _{name}) AS BIGINT) AS {name}" for name in distinct),
     ]  # fmt: skip
     if len(sets) > 1:
         grouped = " GROUP BY GROUPING SETS (" + ", ".join(f"({', '.join(s)})" for s in sets) + ")"
     else:
         grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
-    table = _jobs_query(data, after, before, f"SELECT {', '.join(columns)} FROM delivery_jobs{grouped}")  # fmt: skip
-    timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal) if percentiles_of else None  # fmt: skip
+    sql = f"WITH per_id AS ({first}) SELECT {', '.join(columns)}"
+    if binned:  # the histogram's rows follow, told apart by ``_bin`` (NULL on the counts' rows)
+        padded = [*keys, *(f"CAST(NULL AS {'INT' if name.startswith('CAST(GROUPING') else 'BIGINT'})" for name in columns[len(keys):])]  # fmt: skip
+        sql += (
+            f", CAST(NULL AS BIGINT) AS _bin, CAST(NULL AS BIGINT) AS c FROM per_id WHERE _counts = 1{grouped}"
+            f" UNION ALL SELECT {', '.join(padded)}, _bin, delivery_jobs FROM per_id WHERE _counts = 0 AND _bin IS NOT NULL"
+        )  # fmt: skip
+    else:
+        sql += f" FROM per_id{grouped}"
+    table = _jobs_query(data, after, before, sql)
+    if binned:
+        hist = table.filter(pc.is_valid(table["_bin"]))
+        table = table.filter(pc.is_null(table["_bin"])).drop_columns(["_bin", "c"])
+        hist = hist.select([*keys, "_bin", "c"]).rename_columns([*keys, "bin", "c"]).to_pandas()
+    timings = percentiles(lambda sql: _jobs_query(data, after, before, sql), keys, sets, measure, quantiles=percentiles_of, literal=_literal, hist=hist) if binned else None  # fmt: skip
     frame = table.to_pandas()
     for key in keys:
         frame[key] = frame[key].astype(data[key].dtype if isinstance(data, pd.DataFrame) else "string")  # fmt: skip
-    counted = ("delivery_jobs", "finished", "failed", "in_flight", "not_sent", "n", *distinct)
-    for name in (name for name in counted if name in frame):
+    for name in (name for name in (*counted, *distinct) if name in frame):
         frame[name] = frame[name].to_numpy("int64", na_value=0) if len(frame) else frame[name].astype("int64")  # fmt: skip
     frame["jobs"] = frame.pop("finished") + frame["failed"]
     total = frame["jobs"].to_numpy("float64")
@@ -426,6 +454,7 @@ def failures(
     before=None,
     examples: int = 3,
     notifications: pd.DataFrame | None = None,
+    top: int | None = None,
 ) -> pd.DataFrame:
     """Failed delivery jobs per channel, provider and error, counted by the engine, most first.
 
@@ -438,66 +467,113 @@ def failures(
     notifications : DataFrame, optional
         With delivery jobs as ``data``: their notifications (``notification_id``,
         ``transaction_id``), for the examples (none without).
+    top : int, optional
+        Distinct counts and examples for the first ``top`` groups only (the others' are <NA>
+        and empty lists): what a report shows; None: all.
 
     Returns
     -------
     DataFrame
         ``channel, provider_id, error_code, error_text`` (missing values form their own group),
-        ``failed`` (jobs), ``notifications, subscribers`` (distinct), ``first_seen, last_seen``
-        (the failed jobs' first and last execution details), ``transaction_ids`` (those of the
-        group's first notifications, by their failed job's last execution detail); sorted by
-        failed jobs (most first), first seen, error text.
+        ``failed`` (jobs), ``notifications, subscribers`` (distinct; ``Int64`` with ``top``),
+        ``first_seen, last_seen`` (the failed jobs' first and last execution details),
+        ``transaction_ids`` (those of the group's first notifications, by their failed job's last
+        execution detail); sorted by failed jobs (most first), first seen, error text.
     """
     keys = ", ".join(FAILURE_KEYS)
-    order = "ORDER BY ended_at NULLS LAST, job_id"
     named = examples > 0 and (notifications is not None or not isinstance(data, pd.DataFrame))
     frames = {}
     if isinstance(data, pd.DataFrame) and named:
         ids = notifications[["notification_id", "transaction_id"]]
         frames = {"notifications": ids.drop_duplicates("notification_id")}
-    # a group's examples: its failed jobs in order of their last execution detail, each
-    # notification once (at its first job), those with a transaction id
-    shown = "k = 1 AND transaction_id IS NOT NULL"
     sql = (
-        f"WITH failed AS (SELECT {keys}, notification_id, subscriber_id, started_at, ended_at,"
-        f" job_id, row_number() OVER (PARTITION BY {keys}, notification_id {order}) AS k"
-        " FROM delivery_jobs WHERE outcome = 'failed')"
-        + (
-            ", ranked AS (SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
-            " FROM failed f LEFT JOIN notifications n ON n.notification_id = f.notification_id)"
-            f", numbered AS (SELECT *, CASE WHEN {shown} THEN row_number() OVER (PARTITION BY"
-            f" {keys}, ({shown}) {order}) END AS r FROM ranked)"
-            if named
-            else ", numbered AS (SELECT * FROM failed)"
-        )
-        + f" SELECT {keys}, CAST(count(*) AS BIGINT) AS failed,"
-        " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications,"
-        " CAST(count(DISTINCT subscriber_id) AS BIGINT) AS subscribers,"
-        " min(started_at) AS first_seen, max(ended_at) AS last_seen"
-        + "".join(
-            f", max(CASE WHEN r = {i} THEN transaction_id END) AS example_{i}"
-            for i in range(1, examples + 1)
-            if named
-        )  # fmt: skip
-        + f" FROM numbered GROUP BY {keys}"
+        f"SELECT {keys}, CAST(count(*) AS BIGINT) AS failed, min(started_at) AS first_seen,"
+        f" max(ended_at) AS last_seen FROM delivery_jobs WHERE outcome = 'failed' GROUP BY {keys}"
     )
     frame = _jobs_query(data, after, before, sql, frames).to_pandas()
     for key in FAILURE_KEYS:
         frame[key] = frame[key].astype("string")
-    for name in ("failed", "notifications", "subscribers"):
-        frame[name] = frame[name].astype("int64")
+    frame["failed"] = frame["failed"].astype("int64")
     for name in ("first_seen", "last_seen"):
         frame[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
-    named_columns = [f"example_{i}" for i in range(1, examples + 1) if named]
-    frame["transaction_ids"] = [
-        [value for value in row if value is not None and not pd.isna(value)]
-        for row in frame[named_columns].itertuples(index=False)
-    ] if named_columns else [[] for _ in range(len(frame))]  # fmt: skip
-    frame = frame.drop(columns=named_columns).sort_values(
+    frame = frame.sort_values(
         ["failed", "first_seen", "error_text", *FAILURE_KEYS[:3]],
         ascending=[False, True, True, True, True, True], na_position="last", ignore_index=True,
     )  # fmt: skip
-    return frame
+    shown = frame.head(len(frame) if top is None else top)
+    distinct = _distinct_failed(data, after, before, shown, frames)
+    for name in ("notifications", "subscribers"):
+        frame[name] = pd.array([*distinct[name], *[pd.NA] * (len(frame) - len(shown))], dtype="Int64" if top is not None else "int64")  # fmt: skip
+    found = _examples(data, after, before, shown if named else shown.iloc[:0], examples, frames)
+    frame["transaction_ids"] = found + [[] for _ in range(len(frame) - len(found))]
+    return frame[[*FAILURE_KEYS, "failed", "notifications", "subscribers", "first_seen", "last_seen", "transaction_ids"]]  # fmt: skip
+
+
+def _distinct_failed(data, after, before, groups: pd.DataFrame, frames) -> dict[str, list[int]]:
+    """The distinct notifications and subscribers of the failed jobs of each of ``groups``
+    (rows of `failures`), in their order: each group joined by its position, so that the
+    engine's distinct table holds a number and an id per failed notification, not the group's
+    texts (half the memory)."""
+    if not len(groups):
+        return {"notifications": [], "subscribers": []}
+    shown = " UNION ALL ".join(
+        f"SELECT {number} AS g, "
+        + ", ".join(
+            f"{_literal(_plain(value))} AS {key}"
+            for key, value in zip(FAILURE_KEYS, row, strict=True)
+        )  # fmt: skip
+        for number, row in enumerate(groups[list(FAILURE_KEYS)].itertuples(index=False))
+    )
+    matched = " AND ".join(f"CAST(j.{key} AS STRING) IS NOT DISTINCT FROM s.{key}" for key in FAILURE_KEYS)  # fmt: skip
+    table = _jobs_query(data, after, before, (
+        f"WITH shown AS ({shown}) SELECT s.g, CAST(count(DISTINCT j.notification_id) AS BIGINT)"
+        " AS notifications, CAST(count(DISTINCT j.subscriber_id) AS BIGINT) AS subscribers"
+        f" FROM delivery_jobs j JOIN shown s ON {matched} WHERE j.outcome = 'failed' GROUP BY s.g"
+    ), frames).to_pandas().set_index("g").reindex(range(len(groups)), fill_value=0)  # fmt: skip
+    return {name: table[name].astype("int64").tolist() for name in ("notifications", "subscribers")}
+
+
+def _examples(data, after, before, groups: pd.DataFrame, examples: int, frames) -> list[list[str]]:
+    """The example transaction ids of each of ``groups`` (rows of `failures`): those of the
+    group's first ``examples`` notifications with one, in order of their failed jobs' last
+    execution detail (each notification at its first job). Read by bounded queries: the first
+    failed jobs of the groups still short of examples (``ORDER BY ... LIMIT``), more each round,
+    so that no query keeps state per failed job."""
+    order = "ended_at ASC NULLS LAST, job_id ASC"
+    keys = [tuple(_plain(value) for value in row) for row in groups[list(FAILURE_KEYS)].itertuples(index=False)]  # fmt: skip
+    found: list[list[str]] = [[] for _ in keys]
+    pending, per = list(range(len(keys))), 2 * examples
+    while pending:
+        limit = per * len(pending)
+        chosen = " OR ".join(f"({_condition(dict(zip(FAILURE_KEYS, keys[i], strict=True)))})" for i in pending)  # fmt: skip
+        rows = _jobs_query(data, after, before, (
+            f"WITH first AS (SELECT {', '.join(f'CAST({key} AS STRING) AS {key}' for key in FAILURE_KEYS)}, notification_id, ended_at, job_id"
+            f" FROM delivery_jobs WHERE outcome = 'failed' AND ({chosen}) ORDER BY {order}"
+            f" LIMIT {limit}) SELECT f.*, CAST(n.transaction_id AS STRING) AS transaction_id"
+            " FROM first f LEFT JOIN notifications n ON n.notification_id = f.notification_id"
+            f" ORDER BY {order.replace('ended_at', 'f.ended_at').replace('job_id', 'f.job_id')}"
+        ), frames).to_pylist()  # fmt: skip
+        seen: dict[tuple, list] = {keys[i]: [] for i in pending}  # a group's first jobs, in order
+        for row in rows:
+            seen[tuple(row[key] for key in FAILURE_KEYS)].append(row)
+        still = []
+        for i in pending:
+            named, ids = set(), []
+            for row in seen[keys[i]]:
+                if row["notification_id"] not in named:
+                    named.add(row["notification_id"])
+                    if row["transaction_id"] is not None:
+                        ids.append(row["transaction_id"])
+            found[i] = ids[:examples]
+            whole = len(rows) < limit or len(seen[keys[i]]) >= groups["failed"].iloc[i]
+            if len(found[i]) < examples and not whole:
+                still.append(i)
+        pending, per = still, 4 * per
+    return found
+
+
+def _plain(value: Any) -> Any:
+    return None if value is None or pd.isna(value) else value
 
 
 def notification_statuses(source: Any, *, after=None, before=None) -> pd.DataFrame:

@@ -310,8 +310,9 @@ def top_failures(
     keys = ["channel", "provider_id", "error_code", "error_text"]
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
-    table = failures(jobs, notifications=notifications)
-    return table.head(len(table) if top is None else top).reset_index(drop=True)
+    table = failures(jobs, notifications=notifications, top=top)
+    shown = table.head(len(table) if top is None else top).reset_index(drop=True)
+    return shown.astype({"notifications": "int64", "subscribers": "int64"})  # all counted
 
 
 def totals(jobs: pd.DataFrame) -> dict[str, Any]:

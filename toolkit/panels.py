@@ -27,6 +27,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from toolkit import charts, metrics
+from toolkit.counts import summary
 from toolkit.errors import ParameterError
 from toolkit.schemas import SEVERITIES, STEP_TYPES
 from toolkit.timeutil import resolve_window, to_iso
@@ -612,7 +613,7 @@ def _describe(data: Any) -> str:
     """A line about ``data``: for an Activity, its size and measures (`toolkit.metrics`)."""
     if not _is_activity(data):
         return f"{len(data)} rows"
-    totals = metrics.totals(metrics.delivery_jobs(data))
+    totals = metrics.totals_of(summary(data))
     rate = totals["failure_rate"]
     return (
         f"{len(data.notifications)} notifications, {totals['delivery_jobs']} delivery jobs "

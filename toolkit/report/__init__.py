@@ -410,7 +410,6 @@ def _contents(window: Window, before, incidents, top: int, counts=None) -> dict[
         delivery_counts,
         detail_counts,
         failures,
-        notification_count,
         notification_statuses,
         summaries,
     )
@@ -422,22 +421,23 @@ def _contents(window: Window, before, incidents, top: int, counts=None) -> dict[
     counts = detail_counts(source, **span) if counts is None else counts
     freq, rate_freq = _buckets(counts)
     delivery = delivery_counts(source, freq=rate_freq, by=DEFAULT_BY, **span)
-    failed = failures(source, **span)
+    failed = failures(source, top=top, **span)
     shown = failed.head(top).copy()
     labels = ["channel", "provider_id", "error_code", "error_text"]
     shown[labels] = shown[labels].astype("string").fillna(charts.MISSING)
     nearby = around(source, charts.incident_spans(incidents), **span)
+    statuses = notification_statuses(source, **span)  # summed: the number of notifications
     figures_of = {
         "chart-status-by-channel": charts.status_by_channel(counts),
         "chart-status-timeline": charts.status_timeline(counts, freq),
         "chart-failure-rate-by-provider": charts.failure_rate_by_provider(delivery, rate_freq),
         "chart-failure-reasons": charts.failure_reasons(failed, top),
         "chart-time-to-deliver": charts.time_to_deliver(channels),
-        "chart-delivery-funnel": charts.delivery_funnel(notification_statuses(source, **span)),
+        "chart-delivery-funnel": charts.delivery_funnel(statuses),
         "chart-status-by-provider": charts.status_by_provider(counts),
     }
     return {
-        "headline": figures(notification_count(source, **span), totals, channels),
+        "headline": figures(int(statuses["notifications"].sum()), totals, channels),
         "previous": before,
         "changes": None,  # the window against the previous period (`report_window`)
         "counts": changes.whole(delivery),
