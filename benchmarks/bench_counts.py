@@ -40,7 +40,8 @@ def child(command: list[str], code: Path | None) -> tuple[float, float, str]:
         env["PYTHONPATH"] = str(Path(__file__).parent)
     with tempfile.TemporaryFile("w+") as log:
         began = time.perf_counter()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        # In ``code``: ``python -m`` puts the working directory first on the path, before PYTHONPATH.
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=code)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
         log.seek(0)
