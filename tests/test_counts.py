@@ -160,6 +160,9 @@ def test_failures_find_examples_past_a_group_s_first_jobs_and_a_busier_group():
     shown = counts.failures(jobs, notifications=notifications, examples=2, top=1)
     assert shown["transaction_ids"].tolist() == [["tA1", "tA3"], []]
     assert shown["notifications"].tolist() == [5, pd.NA]  # distinct counts of the shown only
+    for bad in ({"top": 0}, {"top": "3"}, {"examples": -1}, {"examples": 1.5}):
+        with pytest.raises(ParameterError, match=next(iter(bad))):
+            counts.failures(jobs, notifications=notifications, **bad)
 
 
 @pytest.mark.parametrize("text", ["plain", "it's", "back\\slash", "'\\'", "", "ünïcode"])

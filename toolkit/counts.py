@@ -480,6 +480,10 @@ def failures(
         ``transaction_ids`` (those of the group's first notifications, by their failed job's last
         execution detail); sorted by failed jobs (most first), first seen, error text.
     """
+    if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
+        raise ParameterError("top", top, "a positive whole number, or None for all")
+    if not isinstance(examples, int) or isinstance(examples, bool) or examples < 0:
+        raise ParameterError("examples", examples, "a whole number, 0 or more")
     keys = ", ".join(FAILURE_KEYS)
     named = examples > 0 and (notifications is not None or not isinstance(data, pd.DataFrame))
     frames = {}

@@ -305,8 +305,6 @@ def top_failures(
     """
     from toolkit.counts import failures
 
-    if top is not None and (not isinstance(top, int) or top < 1):
-        raise ParameterError("top", top, "a positive whole number, or None for all")
     keys = ["channel", "provider_id", "error_code", "error_text"]
     needed = [*keys, "outcome", "started_at", "ended_at", "notification_id", "subscriber_id"]
     _columns(jobs, needed, "jobs")
