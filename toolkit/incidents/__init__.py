@@ -70,8 +70,17 @@ Failures
 Every contiguous run of buckets of every group is a candidate period. Each group's best one (the
 largest likelihood ratio: Kulldorff's Bernoulli scan statistic) is tested with the exact
 conditional test of its count against the **baseline**: the rest of the window, or the same group
-in ``baseline=`` (an Activity, e.g. the week before). The p-value is multiplied by the number of
-periods examined in all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods
+in ``baseline=`` (an Activity, e.g. the weeks before). Failures bunch (retries, a subscriber
+failing again, fan-outs), so each group's *dispersion* (how much more than a binomial law its
+counts per bucket vary around their expected counts, measured on the baseline, its own incidents
+left out) divides the counts tested: a quasi-binomial test (`rates`). Where the baseline (or the
+window, its own weeks) spans three weeks and a group's failure rate varies by hour of the day
+beyond chance (a quasi-likelihood F test of the hours' rates against that dispersion, at 0.01
+over the groups), its trials are weighed by the rate of their hour: a period's expected failures
+are its sends at their hours' usual rate, so a night that always fails more is not an incident
+and a night failing more than its usual is ("usually X at these hours"); otherwise the rate is
+flat, and ``attrs["baseline"]`` says which. The p-value is multiplied by the number of periods
+examined in all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods
 with enough evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a
 volume drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
 ``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A

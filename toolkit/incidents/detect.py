@@ -14,7 +14,7 @@ from toolkit import counts as engine_counts
 from toolkit import metrics
 from toolkit.counts import delivery_counts
 from toolkit.errors import ParameterError
-from toolkit.incidents import season, tables, volume
+from toolkit.incidents import rates, season, tables, volume
 from toolkit.incidents.scan import (
     PSEUDO_EVENTS,
     PSEUDO_TRIALS,
@@ -169,12 +169,19 @@ def find_incidents(
         names |= {"provider", "code", "domain"}
     names = sorted(names)
     slow_above = histogram if base_reference is None else base_reference  # read in a scan
-    found = _Found(source, window, grid, slow_above, baseline, names)
+    span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
+    found = _Found(source, window, grid, slow_above, baseline, names, span)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
         for name in names
     }
     scans = {name: found.scan(name, rule[name]) for name in names}
+    learnt = [found.rates[name] for name in names if not tables.SPECS[name].low]
+    if learnt:  # what the failure rates were compared with
+        said = checked.get("baseline")
+        checked["baseline"] = (
+            f"{said}; {rates.describe(learnt)}" if said else rates.describe(learnt)
+        )
     counted = {}
     if isinstance(seasonal, season.Season):
         counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
@@ -367,7 +374,7 @@ class _Found:
     """The scans' count matrices of one call (computed by the source's engine), and the rows
     fetched for their significant periods, from which the candidate rows are made."""
 
-    def __init__(self, source, window, grid, slow_above, baseline, names):
+    def __init__(self, source, window, grid, slow_above, baseline, names, span=None):
         self.source, self.window, self.grid = source, window, grid
         shape = (grid.start, grid.step, grid.count)
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
@@ -382,15 +389,20 @@ class _Found:
             "notifications": engine_counts.sent_counts(source, **window, grid=shape)
             if note_scans else None,
         }  # fmt: skip
-        self.base = None
-        if baseline is not None:
-            one = (grid.start, grid.step, 1)
+        self.base, self.hourly = None, None
+        if baseline is not None:  # the baseline's jobs by hour (its failure rates by hour)
+            first = span[0].floor(season.HOUR)
+            hours = (grid.start, grid.step, 1)
+            if jobs_scans:
+                hours = (first, season.HOUR, max(1, int(np.ceil((span[1] - first) / season.HOUR))))
+            self.hourly = hours
             self.base = {
-                "jobs": engine_counts.scan_counts(baseline, grid=one, slow_above=self.slow_above)[0]
+                "jobs": engine_counts.scan_counts(baseline, grid=hours, slow_above=self.slow_above)[0]
                 if jobs_scans else None,
-                "notifications": engine_counts.sent_counts(baseline, grid=one)
+                "notifications": engine_counts.sent_counts(baseline, grid=(grid.start, grid.step, 1))
                 if note_scans else None,
             }  # fmt: skip
+        self.rates: dict[str, rates.Rates] = {}
         self.scans: dict[str, Scan] = {}
         self.keys: dict[str, tuple[list[tuple], list[tuple]]] = {}
         self.jobs: pd.DataFrame = None  # the fetched rows (`fetch`)
@@ -411,21 +423,45 @@ class _Found:
         number = {key: n for n, key in enumerate(trial_keys)}
         parent = np.array([number[key[: len(spec.keys)]] for key in event_keys], dtype=int)
         self.keys[name] = (event_keys, trial_keys)
-        reference = None
+        reference, own = None, (events, trials[parent], self.grid.start, self.grid.step)
+        # failure rates (by hour where they vary) and their dispersion: `rates`
+        learnt = None
+        if self.base is None and not spec.low:
+            learnt = rates.learn(*own, self._buckets, "the window")
         if self.base is not None:
-            base = self.base[spec.unit]
+            base, count = self.base[spec.unit], 1 if spec.low else self.hourly[2]
             tried, met = _population(base, name)
-            k_of = dict(zip(*_matrix(base[met], spec.keys + spec.split, events_of, 1), strict=True))
-            n_of = dict(zip(*_matrix(base[tried], spec.keys, trials_of, 1), strict=True))
-            k = np.array([k_of[key][0] if key in k_of else 0 for key in event_keys], "float64")
-            n = np.array([n_of[key[: len(spec.keys)]][0] if key[: len(spec.keys)] in n_of
-                          else 0 for key in event_keys], "float64")  # fmt: skip
+            k_of = dict(
+                zip(*_matrix(base[met], spec.keys + spec.split, events_of, count), strict=True)
+            )
+            n_of = dict(zip(*_matrix(base[tried], spec.keys, trials_of, count), strict=True))
+            none = np.zeros(count)
+            k = np.array([k_of.get(key, none) for key in event_keys], "float64").reshape(-1, count)
+            n = np.array([n_of.get(key[: len(spec.keys)], none) for key in event_keys],
+                         "float64").reshape(-1, count)  # fmt: skip
             # a group the baseline hardly has (a provider taking over): its own window instead
-            new = n < rule.min_trials
-            k[new], n[new] = events[new].sum(1), trials[parent[new]].sum(1)
-            reference = (k, n)
-        self.scans[name] = Scan(events, trials, parent, rule, reference)
+            new = n.sum(1) < rule.min_trials
+            reference = (k.sum(1), n.sum(1))
+            reference[0][new], reference[1][new] = events[new].sum(1), trials[parent[new]].sum(1)
+            if not spec.low:  # their rates from the baseline, the others' from the window
+                learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline")
+                if new.any():
+                    mine = rates.learn(events[new], trials[parent[new]], *own[2:],
+                                       self._buckets, "the window")  # fmt: skip
+                    learnt.dispersion[new] = mine.dispersion
+                    learnt.varies[new] = False
+                    if learnt.weight is not None:
+                        learnt.weight[new] = 1.0
+        if learnt is None:
+            learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
+        self.rates[name] = learnt
+        self.scans[name] = Scan(events, trials, parent, rule, reference, learnt.weight,
+                                learnt.dispersion)  # fmt: skip
         return self.scans[name]
+
+    @property
+    def _buckets(self) -> tuple[pd.Timestamp, pd.Timedelta, int]:
+        return self.grid.start, self.grid.step, self.grid.count
 
     def _range(self, pick: Pick) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
         """The times of buckets ``pick.first - 1`` to ``pick.stop``: what `refine` reads."""
@@ -527,12 +563,16 @@ class _Found:
             return None
         trials = len(inside)
         events = trials - int(in_hits.sum()) if spec.low else int(in_hits.sum())
+        # the trials weighed by their hours' expected rate (`rates`): as many when it is flat
+        weighed = trials
+        if scan.weight is not None:
+            weighed = float(scan.weight[pick.group, bucket[inside]].sum())
         if scan.base is None:
             out_events = scan.events[pick.group].sum() - events
-            out_trials = scan.trials[scan.parent[pick.group]].sum() - trials
+            out_trials = scan.weighed(pick.group).sum() - weighed
         else:
             out_events, out_trials = scan.base[0][pick.group], scan.base[1][pick.group]
-        base_rate = (out_events + PSEUDO_EVENTS) / (out_trials + PSEUDO_TRIALS)
+        base_rate = (out_events + PSEUDO_EVENTS) / (out_trials + PSEUDO_TRIALS) * weighed / trials
         rate = events / trials
         if spec.low:
             evident = trials * base_rate >= rule.min_events and rate * rule.min_ratio <= base_rate
@@ -541,6 +581,7 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
+        phi = scan.dispersion[pick.group]
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -558,8 +599,10 @@ class _Found:
             "rate": rate,
             "base_rate": base_rate,
             "p_value": min(
-                1.0, p_value(events, trials, out_events, out_trials, low=spec.low) * tests
-            ),
+                1.0,
+                tests * p_value(events / phi, weighed, out_events / phi, out_trials, low=spec.low),
+            ),  # fmt: skip
+            "hourly": bool(self.rates[name].varies[pick.group]),
             "ongoing": bool(ongoing),
             "expected": trials * base_rate,
         }

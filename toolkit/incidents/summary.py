@@ -170,6 +170,8 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     channel = channel_name(record["channel"]) if record["channel"] else ""
     when = _when(record["started_at"], record["ended_at"], record["ongoing"])
     rate, usual = f"{record['failure_rate']:.0%}", f"{record['baseline_rate']:.0%}"
+    if row.get("hourly"):  # its group's rate varies by hour of the day: the rate at those hours
+        usual += " at these hours"
     code = f", error {record['error_code']}" if record["error_code"] else ""
     impact = f"{record['notifications']:,} notifications, {record['subscribers']:,} people"
     if kind == "provider_outage":

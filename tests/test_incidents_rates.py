@@ -1,0 +1,105 @@
+"""Failure rates against their baseline (`toolkit.incidents.rates`): rates that vary by hour of
+the day, measured overdispersion, and what they change in `find_incidents`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolkit.incidents import find_incidents, rates
+from toolkit.sandbox.seed.shaped import shaped_traffic
+
+NOW = pd.Timestamp("2026-11-01T12:00:00Z")
+HISTORY = pd.Timedelta(days=28)
+NIGHT = range(0, 8)  # UTC hours where the planted provider fails more (the test's own data)
+
+
+def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None):
+    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``)
+    that did not fail now fail with ``code``: their last execution detail a Failed one."""
+    notes, jobs, details = activity
+    began = jobs["first_execution_at"]
+    chosen = jobs["provider_id"].eq(provider).fillna(False) & jobs["final_status"].ne("failed")
+    chosen &= began.dt.hour.isin(list(hours))
+    if during is not None:
+        chosen &= (began >= during[0]) & (began < during[1])
+    flip = chosen.fillna(False).to_numpy() & (rng.random(len(jobs)) < share)
+    jobs, details = jobs.copy(), details.copy()
+    jobs.loc[flip, ["final_status", "error_code", "error_text"]] = ["failed", code, "refused"]
+    mine = details["job_id"].isin(set(jobs.loc[flip, "job_id"]))
+    last = details[mine].groupby("job_id")["created_at"].idxmax().to_numpy()
+    details.loc[last, ["status", "raw"]] = ["Failed", f'{{"code": "{code}"}}']
+    return type(activity)(notes, jobs, details)
+
+
+@pytest.fixture(scope="module")
+def nights():
+    """A quiet week and the four weeks before it where the busiest failing provider fails
+    about five times as often at night (UTC 0-8) as by day, every night."""
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    failed = week.jobs[week.jobs["final_status"].eq("failed").fillna(False)]
+    provider = failed["provider_id"].value_counts().index[0]
+    code = failed.loc[failed["provider_id"].eq(provider), "error_code"].value_counts().index[0]
+    rng = np.random.default_rng(0)
+    week = fail_more(week, provider, code, 0.08, rng)
+    history = fail_more(history, provider, code, 0.08, rng)
+    return week, history, provider, code, rng
+
+
+def test_a_rate_normally_higher_at_night_is_no_incident(nights):
+    week, history, provider, _, _ = nights
+    jobs = week.jobs[week.jobs["provider_id"].eq(provider).fillna(False)]
+    night = jobs["first_execution_at"].dt.hour.isin(list(NIGHT))
+    failed = jobs["final_status"].eq("failed")
+    assert failed[night].mean() > 3 * failed[~night].mean()  # the case planted
+    found = find_incidents(week, baseline=history)
+    assert found.empty, list(found["summary"])
+    assert "groups whose rate varies by hour" in found.attrs["baseline"]
+    assert " 0 of " not in found.attrs["baseline"]
+
+
+def test_a_rise_at_those_hours_is_still_found_against_their_own_rate(nights):
+    week, history, provider, code, rng = nights
+    night = (NOW.floor("D") - pd.Timedelta(days=1), NOW.floor("D") - pd.Timedelta(hours=18))
+    risen = fail_more(week, provider, code, 0.3, rng, hours=range(0, 3), during=night)
+    found = find_incidents(risen, baseline=history)
+    rows = found[found["provider_id"].eq(provider).fillna(False)]
+    assert len(found) == len(rows) == 1, list(found["summary"])
+    row = rows.iloc[0]
+    assert row["started_at"] < night[1] and row["ended_at"] > night[0]
+    usual = week.jobs[week.jobs["provider_id"].eq(provider).fillna(False)]["final_status"]
+    assert row["baseline_rate"] > 2 * usual.eq("failed").mean()  # the rate of those hours
+    assert "at these hours" in row["summary"]
+
+
+def test_a_flat_rate_does_not_vary_by_hour_and_a_nightly_one_does():
+    rng = np.random.default_rng(0)
+    hours = 28 * 24
+    trials = rng.poisson(np.tile(np.r_[np.full(8, 5.0), np.full(16, 60.0)], 28))[None]
+    window = (pd.Timestamp("2026-10-29", tz="UTC"), pd.Timedelta("1h"), 72)
+    start, step = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta("1h")
+    flat = rng.binomial(trials, 0.03)
+    learnt = rates.learn(flat, trials, start, step, window, "the baseline")
+    assert not learnt.varies.any() and learnt.weight is None
+    nightly = rng.binomial(trials, np.tile(np.r_[np.full(8, 0.09), np.full(16, 0.03)], 28))
+    nightly[0, 100:103] = trials[0, 100:103]  # an outage in the history is not the norm
+    learnt = rates.learn(nightly, trials, start, step, window, "the baseline")
+    assert learnt.varies.all()
+    night = learnt.weight[0, :8].mean() / learnt.weight[0, 8:24].mean()
+    assert 2.3 < night < 3.7
+    assert len(learnt.weight[0]) == 72 and learnt.dispersion[0] < 1.3
+    short = rates.learn(nightly[:, : hours // 2], trials[:, : hours // 2], start, step, window,
+                        "the baseline")  # fmt: skip
+    assert not short.varies.any()  # two weeks: too short, flat (and said so)
+    assert rates.describe([short]).startswith("flat failure rates")
+
+
+def test_overdispersion_is_measured():
+    rng = np.random.default_rng(1)
+    trials = np.full(600, 50.0)
+    binomial = rng.binomial(50, 0.05, 600).astype(float)
+    bunched = rng.poisson(2.5 * rng.gamma(1.0, 1.0, 600)).astype(float)  # variance 2.5 + 6.25
+    assert rates._dispersion(binomial, trials) < 1.2
+    assert 2.5 < rates._dispersion(bunched, trials) < 4.5

@@ -1,0 +1,174 @@
+"""Failure rates against their baseline: how a group's rate varies with the hour of the day, and
+how much its failures vary beyond a binomial law.
+
+The history is the baseline's counts per hour (``baseline=`` an Activity) or the window's own
+buckets; each group's events (failed, failed with a code, slow jobs) and trials per bucket.
+
+*Profile.* With `season.MIN_WEEKS` whole weeks of history, each group's weeks are split into
+slots of the day (its hours, or the window's buckets) and a group's rate *varies by hour* when
+its slots rank alike day after day (Friedman's rank test, days as blocks, at `PROFILE_ALPHA`
+over the groups tested): a night that always fails more, not one night's incident. Its expected
+rate at a slot is then the slot's pooled rate over the weeks but the one it was highest in (a
+week's incident is not the norm), with one pseudo-failure at the group's mean rate; the
+`Rates.weight` of a window's bucket is its slots' rate over the mean (1 on average over the
+history's trials). Otherwise (a shorter history, a flat rate) the weight is 1 and the rate flat.
+
+*Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
+count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
+history's variance of the bucket counts around their expected counts over those expected counts
+(``sum((k - e)**2) / sum(e)``, its buckets departing more than `CUT` times ``phi``, the
+history's own incidents, left out; at least 1). A period's count is tested as a quasi-binomial
+one: the exact conditional test on the counts divided by ``phi``
+(`toolkit.incidents.scan.p_value`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import betainc
+
+from toolkit.incidents.season import MIN_WEEKS
+
+#: Family-wise level at which a rate that varies by hour is believed (over the groups tested).
+PROFILE_ALPHA = 0.01
+#: A bucket departing more than this many times the dispersion (its squared Pearson residual) is
+#: an incident of the history, left out of the dispersion (about 1 in 10**6 of a normal law).
+CUT = 25.0
+DAY = pd.Timedelta(days=1)
+
+
+@dataclass
+class Rates:
+    """Per event group: ``weight`` (groups x the window's buckets: the expected rate there over
+    the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
+    (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
+    ``what`` it was."""
+
+    weight: np.ndarray | None
+    dispersion: np.ndarray
+    varies: np.ndarray
+    weeks: int = 0
+    what: str = "the window"
+
+
+def describe(learnt: list[Rates]) -> str:
+    """What failure rates were compared with, in words (``attrs["baseline"]``)."""
+    weeks, what = max(one.weeks for one in learnt), learnt[0].what
+    if weeks < MIN_WEEKS:
+        return (f"flat failure rates ({what} spans fewer than {MIN_WEEKS} weeks: too short for "
+                "rates by hour of the day)")  # fmt: skip
+    varies = sum(int(one.varies.sum()) for one in learnt)
+    groups = sum(len(one.varies) for one in learnt)
+    return (
+        f"failure rates by hour of the day from the {weeks} weeks of {what} for the "
+        f"{varies} of {groups} groups whose rate varies by hour, the others flat"
+    )
+
+
+def learn(
+    events: np.ndarray,
+    trials: np.ndarray,
+    start: pd.Timestamp,
+    step: pd.Timedelta,
+    window: tuple[pd.Timestamp, pd.Timedelta, int],
+    what: str,
+) -> Rates:
+    """The `Rates` of event groups from their history: ``events`` and ``trials`` (groups x
+    buckets of ``step`` from ``start``), for the window's buckets ``(start, step, count)``;
+    ``what`` names the history ("the baseline", "the window")."""
+    dispersion = np.ones(len(events))
+    varies = np.zeros(len(events), dtype=bool)
+    slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
+    weeks = events.shape[1] // (7 * slots) if slots else 0
+    profiles = np.ones((len(events), max(slots, 1)))
+    for group in range(len(events)):
+        dispersion[group] = _dispersion(events[group], trials[group])
+    if weeks >= MIN_WEEKS:
+        slot = _slot_of(start, step, events.shape[1], step, slots)
+        for group in range(len(events)):
+            profile, p, phi = _profile(events[group], trials[group], slot, slots)
+            if p <= PROFILE_ALPHA / len(events):
+                profiles[group], varies[group], dispersion[group] = profile, True, phi
+    weight = None
+    if varies.any():
+        covered = _slots_covered(*window, step, slots)
+        weight = np.ones((len(events), window[2]))
+        weight[varies] = profiles[varies][:, covered].mean(2)
+    return Rates(weight, dispersion, varies, weeks, what)
+
+
+def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
+    """A group's rate at each slot of the day over its mean rate, the p-value that its rate
+    varies by slot (the quasi-likelihood F test: the slots' departures from the mean rate
+    against the buckets' dispersion around the slots' rates), and that dispersion. Buckets
+    departing more than `CUT` times it (an incident) are left out of both (to start with, from
+    each slot's median rate)."""
+    sent = trials > 0  # to start: each slot's median rate over its buckets, the incidents out
+    start = np.zeros(slots)
+    for one in range(slots):
+        mine = sent & (slot == one)
+        start[one] = np.median(events[mine] / trials[mine]) if mine.any() else 0.0
+    expected = trials * start[slot]
+    kept = sent & ((events - expected) ** 2 <= CUT * np.maximum(expected, 1.0))
+    phi = 1.0
+    for _ in range(10):
+        k = np.bincount(slot[kept], events[kept], slots)
+        n = np.bincount(slot[kept], trials[kept], slots)
+        mean = k.sum() / n.sum() if n.sum() else 0.0
+        if mean <= 0:
+            return np.ones(slots), 1.0, 1.0
+        rate = (k + 1) / (n + 1 / mean)  # one pseudo-failure at the mean rate
+        expected = trials * rate[slot]
+        square = (events - expected) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            leverage = np.where(n[slot] > 0, trials / n[slot], 0.0)
+        new = max(1.0, float(square[kept].sum() / (expected * (1 - leverage))[kept].sum()))
+        kept = (trials > 0) & (square <= CUT * new * np.maximum(expected, 1.0))
+        if abs(new - phi) < 1e-3:
+            break
+        phi = new
+    sent = n > 0
+    between = float(((k - n * mean)[sent] ** 2 / (n * mean)[sent]).sum())
+    d1, d2 = int(sent.sum()) - 1, int(kept.sum()) - int(sent.sum())
+    if d1 < 1 or d2 < 1:
+        return np.ones(slots), 1.0, phi
+    f = between / d1 / phi
+    total = (n * rate).sum() / n.sum()
+    return rate / total, float(betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * f))), phi
+
+
+def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
+    """``sum((k - e)**2) / sum(e)`` over the buckets not departing more than `CUT` times it
+    (``e`` the bucket's trials at the mean rate), iterated from 1; at least 1."""
+    rate = events.sum() / trials.sum() if trials.sum() else 0.0
+    expected = trials * rate
+    seen = expected > 0
+    if seen.sum() < 10 or rate <= 0:
+        return 1.0
+    k, e = events[seen], expected[seen]
+    square = (k - e) ** 2
+    phi = 1.0
+    for _ in range(10):
+        kept = square <= CUT * phi * np.maximum(e, 1.0)
+        new = max(1.0, float(square[kept].sum() / e[kept].sum()))
+        if abs(new - phi) < 1e-3:
+            break
+        phi = new
+    return phi
+
+
+def _slot_of(start, step, count, width, slots) -> np.ndarray:
+    """The slot of the day (of ``width``) each of ``count`` buckets of ``step`` from ``start``
+    begins in."""
+    at = pd.DatetimeIndex(start + pd.to_timedelta(np.arange(count) * step.value, unit="ns"))
+    return (((at - at.floor(DAY)) // width).to_numpy() % slots).astype(int)
+
+
+def _slots_covered(start, step, count, width, slots) -> np.ndarray:
+    """The slots of the day (of ``width``) each bucket covers (buckets x slots covered)."""
+    first = _slot_of(start, step, count, width, slots)
+    many = max(1, int(round(step / width)))
+    return (first[:, None] + np.arange(many)[None, :]) % slots
