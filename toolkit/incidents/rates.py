@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import betainc
+from scipy.special import betainc, gammainc, gammaincc
 
 from toolkit.incidents.season import MIN_WEEKS
 
@@ -37,6 +37,9 @@ PROFILE_ALPHA = 0.01
 #: A bucket departing more than this many times the dispersion (its squared Pearson residual) is
 #: an incident of the history, left out of the dispersion (about 1 in 10**6 of a normal law).
 CUT = 25.0
+#: A bucket's count less likely than this (either tail) under the profile is an incident of the
+#: history, left out of the profile and its test.
+TAIL = 1e-4
 DAY = pd.Timedelta(days=1)
 
 
@@ -104,15 +107,24 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     """A group's rate at each slot of the day over its mean rate, the p-value that its rate
     varies by slot (the quasi-likelihood F test: the slots' departures from the mean rate
     against the buckets' dispersion around the slots' rates), and that dispersion. Buckets
-    departing more than `CUT` times it (an incident) are left out of both (to start with, from
-    each slot's median rate)."""
-    sent = trials > 0  # to start: each slot's median rate over its buckets, the incidents out
-    start = np.zeros(slots)
+    whose count is in a tail of its law beyond `TAIL` (an incident) are left out of both (to
+    start with, against each slot's rate without its bucket of the highest rate)."""
+    sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(sent, events / trials, -1.0)
+    top = np.zeros(len(events), dtype=bool)
     for one in range(slots):
-        mine = sent & (slot == one)
-        start[one] = np.median(events[mine] / trials[mine]) if mine.any() else 0.0
-    expected = trials * start[slot]
-    kept = sent & ((events - expected) ** 2 <= CUT * np.maximum(expected, 1.0))
+        mine = np.flatnonzero(slot == one)
+        if len(mine):
+            top[mine[np.argmax(rate[mine])]] = True
+    mean = events.sum() / trials.sum() if trials.sum() else 0.0
+    if mean <= 0:
+        return np.ones(slots), 1.0, 1.0
+    rest = sent & ~top
+    start = (np.bincount(slot[rest], events[rest], slots) + 1) / (
+        np.bincount(slot[rest], trials[rest], slots) + 1 / mean
+    )
+    kept = sent & _likely(events, trials * start[slot], 1.0)
     phi = 1.0
     for _ in range(10):
         k = np.bincount(slot[kept], events[kept], slots)
@@ -126,7 +138,7 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
         with np.errstate(invalid="ignore", divide="ignore"):
             leverage = np.where(n[slot] > 0, trials / n[slot], 0.0)
         new = max(1.0, float(square[kept].sum() / (expected * (1 - leverage))[kept].sum()))
-        kept = (trials > 0) & (square <= CUT * new * np.maximum(expected, 1.0))
+        kept = sent & _likely(events, expected, new)
         if abs(new - phi) < 1e-3:
             break
         phi = new
@@ -138,6 +150,20 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     f = between / d1 / phi
     total = (n * rate).sum() / n.sum()
     return rate / total, float(betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * f))), phi
+
+
+def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
+    """Which counts are not in a tail of the negative binomial law of their expected count and
+    dispersion ``phi`` (a Poisson law at 1) beyond `TAIL`: the others are incidents."""
+    mean = np.maximum(expected, 1e-9)
+    if phi <= 1 + 1e-9:
+        low, high = gammaincc(events + 1, mean), gammainc(np.maximum(events, 1e-9), mean)
+    else:
+        size, success = mean / (phi - 1), 1 / phi
+        low = betainc(size, events + 1, success)
+        high = betainc(np.maximum(events, 1e-9), size, 1 - success)
+    high = np.where(events > 0, high, 1.0)
+    return np.minimum(low, high) >= TAIL
 
 
 def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
@@ -152,7 +178,7 @@ def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
     square = (k - e) ** 2
     phi = 1.0
     for _ in range(10):
-        kept = square <= CUT * phi * np.maximum(e, 1.0)
+        kept = square <= CUT * phi * e
         new = max(1.0, float(square[kept].sum() / e[kept].sum()))
         if abs(new - phi) < 1e-3:
             break
