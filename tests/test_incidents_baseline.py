@@ -66,7 +66,9 @@ def test_a_store_without_gaps_is_a_baseline_of_four_weeks(traffic, tmp_path):
     store = write_store(traffic, tmp_path / "store")
     activity, _ = traffic.window(AFTER, NOW)
     found = find_incidents(activity, baseline=store)
-    assert found.attrs["baseline"].endswith("the 4 weeks of baseline=")
+    counts, rates = found.attrs["baseline"].split("; ")  # volume's, then failure rates'
+    assert counts.endswith("the 4 weeks of baseline=")
+    assert rates.startswith("flat failure rates (the window spans fewer than 3 weeks")
     history, _ = traffic.window(AFTER - HISTORY, AFTER)
     same = find_incidents(activity, baseline=history)
     volume = lambda frame: frame[frame["kind"].str.startswith(("volume", "traffic"))]  # noqa: E731
