@@ -112,14 +112,12 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(sent, events / trials, -1.0)
-    top = np.zeros(len(events), dtype=bool)
-    for one in range(slots):
-        mine = np.flatnonzero(slot == one)
-        if len(mine):
-            top[mine[np.argmax(rate[mine])]] = True
-    mean = events.sum() / trials.sum() if trials.sum() else 0.0
-    if mean <= 0:
+    if events.sum() < slots:  # fewer failures than slots: no profile to see
         return np.ones(slots), 1.0, 1.0
+    order = np.lexsort((rate, slot))  # by slot, then rate: each slot's last is its highest
+    top = np.zeros(len(events), dtype=bool)
+    top[order[np.r_[slot[order][1:] != slot[order][:-1], True]]] = True
+    mean = events.sum() / trials.sum()
     rest = sent & ~top
     start = (np.bincount(slot[rest], events[rest], slots) + 1) / (
         np.bincount(slot[rest], trials[rest], slots) + 1 / mean
@@ -189,8 +187,8 @@ def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
 def _slot_of(start, step, count, width, slots) -> np.ndarray:
     """The slot of the day (of ``width``) each of ``count`` buckets of ``step`` from ``start``
     begins in."""
-    at = pd.DatetimeIndex(start + pd.to_timedelta(np.arange(count) * step.value, unit="ns"))
-    return (((at - at.floor(DAY)) // width).to_numpy() % slots).astype(int)
+    since = (start - start.floor(DAY)).value + np.arange(count, dtype="int64") * step.value
+    return (since // width.value) % slots
 
 
 def _slots_covered(start, step, count, width, slots) -> np.ndarray:
