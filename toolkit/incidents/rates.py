@@ -16,8 +16,8 @@ history's trials). Otherwise (a shorter history, a flat rate) the weight is 1 an
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
 history's variance of the bucket counts around their expected counts over those expected counts
-(``sum((k - e)**2) / sum(e)``, its buckets departing more than `CUT` times ``phi``, the
-history's own incidents, left out; at least 1). A period's count is tested as a quasi-binomial
+(``sum((k - e)**2) / sum(e)``, its buckets departing more than `CUT` times their expected
+count, the history's own incidents, left out; at least 1). A period's count is tested as a quasi-binomial
 one: the exact conditional test on the counts divided by ``phi``
 (`toolkit.incidents.scan.p_value`).
 """
@@ -34,7 +34,7 @@ from toolkit.incidents.season import MIN_WEEKS
 
 #: Family-wise level at which a rate that varies by hour is believed (over the groups tested).
 PROFILE_ALPHA = 0.01
-#: A bucket departing more than this many times the dispersion (its squared Pearson residual) is
+#: A bucket departing more than this many times its expected count (its squared Pearson residual) is
 #: an incident of the history, left out of the dispersion (about 1 in 10**6 of a normal law).
 CUT = 25.0
 #: A bucket's count less likely than this (either tail) under the profile is an incident of the
@@ -165,8 +165,9 @@ def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
 
 
 def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
-    """``sum((k - e)**2) / sum(e)`` over the buckets not departing more than `CUT` times it
-    (``e`` the bucket's trials at the mean rate), iterated from 1; at least 1."""
+    """``sum((k - e)**2) / sum(e)`` over the buckets whose squared Pearson residual is at most
+    `CUT` (``e`` the bucket's trials at the mean rate; a fixed cut, so that incidents do not
+    widen it for one another); at least 1."""
     rate = events.sum() / trials.sum() if trials.sum() else 0.0
     expected = trials * rate
     seen = expected > 0
@@ -174,14 +175,8 @@ def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
         return 1.0
     k, e = events[seen], expected[seen]
     square = (k - e) ** 2
-    phi = 1.0
-    for _ in range(10):
-        kept = square <= CUT * phi * e
-        new = max(1.0, float(square[kept].sum() / e[kept].sum()))
-        if abs(new - phi) < 1e-3:
-            break
-        phi = new
-    return phi
+    kept = square <= CUT * e
+    return max(1.0, float(square[kept].sum() / e[kept].sum()))
 
 
 def _slot_of(start, step, count, width, slots) -> np.ndarray:
