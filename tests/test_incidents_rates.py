@@ -100,6 +100,10 @@ def test_overdispersion_is_measured():
     rng = np.random.default_rng(1)
     trials = np.full(600, 50.0)
     binomial = rng.binomial(50, 0.05, 600).astype(float)
-    bunched = rng.poisson(2.5 * rng.gamma(1.0, 1.0, 600)).astype(float)  # variance 2.5 + 6.25
+    # each bucket's rate scaled by a gamma draw: variance 2.5 + 6.25 / 3, 1.83 times the mean
+    bunched = rng.poisson(2.5 * rng.gamma(3.0, 1 / 3, 600)).astype(float)
     assert rates._dispersion(binomial, trials) < 1.2
-    assert 2.5 < rates._dispersion(bunched, trials) < 4.5
+    assert 1.5 < rates._dispersion(bunched, trials) < 2.2
+    incident = bunched.copy()
+    incident[:6] = 40  # the history's own incident: left out
+    assert rates._dispersion(incident, trials) < 2.2
