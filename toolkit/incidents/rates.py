@@ -17,7 +17,8 @@ history's trials). Otherwise (a shorter history, a flat rate) the weight is 1 an
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
 history's variance of the bucket counts around their expected counts over those expected counts
 (``sum((k - e)**2) / sum(e)``, its buckets departing more than `CUT` times their expected
-count, the history's own incidents, left out; at least 1). A period's count is tested as a quasi-binomial
+count, the history's own incidents, left out; at least 1: the cut understates a very heavy
+tail, never below a binomial law). A period's count is tested as a quasi-binomial
 one: the exact conditional test on the counts divided by ``phi``
 (`toolkit.incidents.scan.p_value`).
 """
