@@ -366,6 +366,9 @@ def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: d
             f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
         ), None  # fmt: skip
     text = f"{to_iso(start)} to {to_iso(end)}"
+    if not isinstance(previous, Window):
+        _check_columns(previous, "previous", counted=False)
+        previous = Window(_counted(previous))
     return _headline_of(previous), text, changes.period_counts(previous)
 
 
@@ -374,7 +377,7 @@ def _headline_of(previous) -> dict[str, Any]:
     if isinstance(previous, Window):
         return source_headline(previous.source, previous.after, previous.before)
     _check_columns(previous, "previous", counted=False)
-    return headline(previous)
+    return headline(_counted(previous))
 
 
 def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
@@ -384,15 +387,26 @@ def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
     if counts is not None and not metrics.is_detail_counts(counts):
         raise ParameterError("counts", type(counts).__name__, "metrics.detail_counts(activity.execution_details)")  # fmt: skip
     _check_columns(read, name, counted=counts is None)
-    return Window(read)
+    return Window(_counted(read))
+
+
+def _counted(activity) -> Any:
+    """An Activity as the report's queries read it: its delivery jobs computed once and its
+    frames converted for the engine once (`toolkit.counts.Given`), not once per query."""
+    from toolkit.counts import Given
+
+    return Given(activity)
 
 
 def _find_incidents(source: Any, after: datetime | None, before: datetime | None) -> pd.DataFrame:
     """`toolkit.find_incidents` of a window, the report's one call: counted by the source's
     engine (a store's weeks before the window are the volume's baseline)."""
+    from toolkit.counts import Given
     from toolkit.incidents import find_incidents
     from toolkit.store.reader import Store, _Selection
 
+    if isinstance(source, Given):  # an Activity: its delivery jobs as computed already
+        return find_incidents(source.activity, jobs=source.jobs, after=after, before=before)
     if after is None and before is None:
         return find_incidents(source)
     store = source.store if isinstance(source, _Selection) else source
