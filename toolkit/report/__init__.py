@@ -290,21 +290,21 @@ def report_window(
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
     concurrent : bool
-        Read the previous period in a thread while the window is read (``read`` must be
-        thread-safe).
+        Read and count the previous period in a thread while the window is read and
+        counted (``read`` must be thread-safe).
     """
     out = check_out(out)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent:  # the previous period is read while the window is
+    if concurrent:  # the previous period is read and counted while the window is
         with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
             earlier_read = pool.submit(_previous, read, start, after)
-            activity = read(after, before)
+            contents = _contents(_window(read(after, before), "activity"), None, None, top)
             previous, earlier, earlier_counts = earlier_read.result()
     else:  # the previous period first: only its headline and counts are kept
         previous, earlier, earlier_counts = _previous(read, start, after)
-        activity = read(after, before)
-    contents = _contents(_window(activity, "activity"), previous, None, top)
+        contents = _contents(_window(read(after, before), "activity"), None, None, top)
+    contents["previous"] = previous
     if not filters:  # a store counts its whole window in its engine: unfiltered only
         window = (start, after, before)
         contents["changes"] = changes.section(contents["counts"], earlier_counts, window, _figure_html)  # fmt: skip
