@@ -7,6 +7,7 @@ threads: concurrent readers share one connection pool and one `Pacer`.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import logging
 import math
@@ -442,21 +443,68 @@ def new_session(pool_size: int = 10) -> requests.Session:
 _deadline = threading.local()
 
 
+class _Watchdog:
+    """One daemon thread that shuts down the socket of each connection still waiting for its
+    status line and headers at its deadline (a timer thread per request cost a thread start
+    each: hundreds for one read of the activity feed)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._due: list[list[Any]] = []  # a heap of [deadline, number, connection or None]
+        self._numbers = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, due: float, connection: _Deadline) -> list[Any]:
+        """Cut ``connection`` at ``due`` (monotonic seconds) unless `cancel` comes first."""
+        entry = [due, next(self._numbers), connection]
+        with self._changed:
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="toolkit-deadlines", daemon=True
+                )
+                self._thread.start()
+            if self._due[0] is entry:
+                self._changed.notify()
+        return entry
+
+    def cancel(self, entry: list[Any]) -> None:
+        """Do not cut the connection of ``entry`` (it is not cut once this returns)."""
+        with self._changed:
+            entry[2] = None
+
+    def _run(self) -> None:
+        with self._changed:
+            while True:
+                while self._due and self._due[0][2] is None:
+                    heapq.heappop(self._due)
+                if not self._due:
+                    self._changed.wait()
+                    continue
+                wait = self._due[0][0] - time.monotonic()
+                if wait > 0:
+                    self._changed.wait(wait)
+                    continue
+                heapq.heappop(self._due)[2]._cut()
+
+
+_watchdog = _Watchdog()
+os.register_at_fork(after_in_child=_watchdog.__init__)  # its thread is the parent's
+
+
 class _Deadline:
-    """Mixin of a connection: while waiting for the status line and headers, a timer shuts
-    its socket down at the thread's deadline."""
+    """Mixin of a connection: while waiting for the status line and headers, the `_Watchdog`
+    shuts its socket down at the thread's deadline."""
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         due = getattr(_deadline, "at", None)
         if due is None:
             return super().getresponse(*args, **kwargs)
-        timer = threading.Timer(max(0.0, due - time.monotonic()), self._cut)
-        timer.daemon = True
-        timer.start()
+        entry = _watchdog.watch(due, self)
         try:
             return super().getresponse(*args, **kwargs)
         finally:
-            timer.cancel()
+            _watchdog.cancel(entry)
 
     def _cut(self) -> None:
         with contextlib.suppress(AttributeError, OSError):
