@@ -403,10 +403,11 @@ def _find_incidents(source: Any, after: datetime | None, before: datetime | None
     engine (a store's weeks before the window are the volume's baseline)."""
     from toolkit.counts import Given
     from toolkit.incidents import find_incidents
-    from toolkit.store.reader import Store, _Selection
 
     if isinstance(source, Given):  # an Activity: its delivery jobs as computed already
         return find_incidents(source.activity, jobs=source.jobs, after=after, before=before)
+    from toolkit.store.reader import Store, _Selection
+
     if after is None and before is None:
         return find_incidents(source)
     store = source.store if isinstance(source, _Selection) else source
@@ -543,14 +544,21 @@ def _check_columns(activity, name: str, *, counted: bool) -> None:
 
 
 def _preload() -> None:
-    """Import and load what a report needs later (the incident finder, scipy's special functions
-    of the headline, plotly's figures, the template, plotly.js): a command does it while its
-    local sandbox starts, instead of after the reads."""
+    """Import and load what a report needs later (the reads and their progress bars, the incident
+    finder, scipy's special functions of the headline, DuckDB and its database, plotly's figures,
+    the template, plotly.js, the atomic write): a command does it while its local sandbox starts,
+    instead of after the reads."""
     import plotly.graph_objects
     import scipy.special  # noqa: F401 - the headline's intervals and tails (`toolkit.metrics`)
+    import tqdm.auto  # noqa: F401 - the reads' progress bars
 
+    import toolkit.changes  # noqa: F401 - the section "what changed"
     import toolkit.incidents  # noqa: F401
+    import toolkit.read  # noqa: F401
+    import toolkit.store.state  # noqa: F401 - the report's atomic write
+    from toolkit import engines
 
+    engines._database(os.getpid())
     plotly.graph_objects.Figure()
     _template()
     bundle.packed_plotlyjs()
