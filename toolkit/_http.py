@@ -7,6 +7,7 @@ threads: concurrent readers share one connection pool and one `Pacer`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import itertools
 import logging
@@ -204,6 +205,63 @@ def _number(
     return value
 
 
+#: ``call_later(seconds, action)`` calls ``action`` after ``seconds``; it returns how to cancel.
+CallLater = Callable[[float, Callable[[], Any]], Callable[[], Any]]
+
+
+def call_in_thread(seconds: float, action: Callable[[], Any]) -> Callable[[], None]:
+    """Call ``action`` after ``seconds`` of real time, from a daemon thread; return its cancel.
+
+    One thread serves every call (`_Timers`): a timer thread per request cost a thread start
+    each, hundreds for one read of the activity feed."""
+    return _timers.call_later(seconds, action)
+
+
+class _Timers:
+    """Actions due at monotonic instants, called in order by one daemon thread."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._due: list[list[Any]] = []  # a heap of [instant, number, action or None]
+        self._numbers = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def call_later(self, seconds: float, action: Callable[[], Any]) -> Callable[[], None]:
+        entry = [time.monotonic() + seconds, next(self._numbers), action]
+        with self._changed:
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="toolkit-timers", daemon=True)  # fmt: skip
+                self._thread.start()
+            if self._due[0] is entry:
+                self._changed.notify()
+        return functools.partial(self._cancel, entry)
+
+    def _cancel(self, entry: list[Any]) -> None:
+        with self._changed:
+            entry[2] = None
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][2] is None or self._due[0][0] > time.monotonic():  # fmt: skip
+                    if self._due and self._due[0][2] is None:
+                        heapq.heappop(self._due)
+                    elif self._due:
+                        self._changed.wait(self._due[0][0] - time.monotonic())
+                    else:
+                        self._changed.wait()
+                action = heapq.heappop(self._due)[2]
+            try:
+                action()
+            except Exception:  # the thread serves the other calls on
+                log.exception("a timed action failed")
+
+
+_timers = _Timers()
+os.register_at_fork(after_in_child=_timers.__init__)  # its thread is the parent's
+
+
 #: Every live `Transport`: a forked child drops their pooled connections (the parent's sockets).
 _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
 
@@ -231,7 +289,12 @@ class Transport:
     sleep : callable
         How to wait (injectable so that tests need not).
     clock : callable
-        Monotonic seconds (injectable with ``sleep``), for pacing and the time spent retrying.
+        Monotonic seconds (injectable with ``sleep``), for pacing, the time spent retrying and
+        each response's deadline.
+    call_later : callable
+        ``call_later(seconds, action)`` calls ``action`` after ``seconds`` and returns a function
+        cancelling it (default `call_in_thread`: real time); it cuts a connection still sending
+        its headers at the deadline. Injectable with ``clock``, so that tests drive the deadline.
     rng : random.Random, optional
         Source of the backoff jitter.
     pool_size : int
@@ -261,6 +324,7 @@ class Transport:
         max_wait: float = 60.0,
         sleep: Callable[[float], Any] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        call_later: CallLater = call_in_thread,
         rng: random.Random | None = None,
         pool_size: int = 32,
         backoff: float = 0.5,
@@ -273,6 +337,7 @@ class Transport:
         self.max_body = max_body
         self.timeout, self.max_retries, self.max_wait = timeout, max_retries, max_wait
         self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
+        self.call_later = call_later
         self.backoff, self.max_backoff = backoff, max_backoff
         self.pacer = Pacer(sleep=sleep, clock=clock)
         #: The service's clock minus ours, as its last ``Date`` header says (at most: the
@@ -345,6 +410,8 @@ class Transport:
                     headers=headers,
                     timeout=self.timeout,
                     max_body=self.max_body,
+                    clock=self.clock,
+                    call_later=self.call_later,
                 )
             except Redirected as redirect:
                 raise RedirectError(
@@ -439,72 +506,24 @@ def new_session(pool_size: int = 10) -> requests.Session:
     return session
 
 
-#: The deadline (monotonic seconds) of the response this thread is waiting for, set by `fetch`.
+#: The response this thread is waiting for, set by `fetch`: ``(deadline, clock, call_later)``.
 _deadline = threading.local()
 
 
-class _Watchdog:
-    """One daemon thread that shuts down the socket of each connection still waiting for its
-    status line and headers at its deadline (a timer thread per request cost a thread start
-    each: hundreds for one read of the activity feed)."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition(threading.Lock())
-        self._due: list[list[Any]] = []  # a heap of [deadline, number, connection or None]
-        self._numbers = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, due: float, connection: _Deadline) -> list[Any]:
-        """Cut ``connection`` at ``due`` (monotonic seconds) unless `cancel` comes first."""
-        entry = [due, next(self._numbers), connection]
-        with self._changed:
-            heapq.heappush(self._due, entry)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="toolkit-deadlines", daemon=True
-                )
-                self._thread.start()
-            if self._due[0] is entry:
-                self._changed.notify()
-        return entry
-
-    def cancel(self, entry: list[Any]) -> None:
-        """Do not cut the connection of ``entry`` (it is not cut once this returns)."""
-        with self._changed:
-            entry[2] = None
-
-    def _run(self) -> None:
-        with self._changed:
-            while True:
-                while self._due and self._due[0][2] is None:
-                    heapq.heappop(self._due)
-                if not self._due:
-                    self._changed.wait()
-                    continue
-                wait = self._due[0][0] - time.monotonic()
-                if wait > 0:
-                    self._changed.wait(wait)
-                    continue
-                heapq.heappop(self._due)[2]._cut()
-
-
-_watchdog = _Watchdog()
-os.register_at_fork(after_in_child=_watchdog.__init__)  # its thread is the parent's
-
-
 class _Deadline:
-    """Mixin of a connection: while waiting for the status line and headers, the `_Watchdog`
-    shuts its socket down at the thread's deadline."""
+    """Mixin of a connection: while waiting for the status line and headers, a timer shuts
+    its socket down at the thread's deadline."""
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        due = getattr(_deadline, "at", None)
-        if due is None:
+        waiting = getattr(_deadline, "at", None)
+        if waiting is None:
             return super().getresponse(*args, **kwargs)
-        entry = _watchdog.watch(due, self)
+        due, clock, call_later = waiting
+        cancel = call_later(max(0.0, due - clock()), self._cut)
         try:
             return super().getresponse(*args, **kwargs)
         finally:
-            _watchdog.cancel(entry)
+            cancel()
 
     def _cut(self) -> None:
         with contextlib.suppress(AttributeError, OSError):
@@ -556,12 +575,15 @@ def fetch(
     *,
     timeout: float,
     max_body: int = MAX_BODY,
+    clock: Callable[[], float] = time.monotonic,
+    call_later: CallLater = call_in_thread,
     **options: Any,
 ) -> requests.Response:
     """One request and its whole body, following the redirects that are safe (see `Transport`).
 
-    The body is read within ``timeout`` seconds from the request's start and at most
-    ``max_body`` bytes of it once decompressed.
+    The body is read within ``timeout`` seconds (on ``clock``) from the request's start and at
+    most ``max_body`` bytes of it once decompressed; ``call_later`` cuts a connection still
+    sending its status line and headers at that deadline (see `Transport`).
 
     Raises
     ------
@@ -572,20 +594,20 @@ def fetch(
     requests.Timeout
         The response took longer than ``timeout``.
     """
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     for _hop in range(MAX_HOPS + 1):
-        _deadline.at = deadline
+        _deadline.at = (deadline, clock, call_later)
         try:
             response = session.request(
                 method, url, timeout=timeout, stream=True, allow_redirects=False, **options
             )
         except requests.ConnectionError:
-            if time.monotonic() >= deadline:  # cut by the deadline while reading the headers
+            if clock() >= deadline:  # cut by the deadline while reading the headers
                 raise requests.Timeout(f"the response took more than {timeout:g} s") from None
             raise
         finally:
             _deadline.at = None
-        _read_body(response, deadline, timeout, max_body)
+        _read_body(response, deadline, timeout, max_body, clock)
         if response.status_code not in REDIRECTS:
             return response
         location = urljoin(url, response.headers.get("Location", ""))
@@ -603,12 +625,18 @@ def fetch(
     raise Redirected(response.status_code, location, f"more than {MAX_HOPS} redirects")
 
 
-def _read_body(response: requests.Response, deadline: float, timeout: float, most: int) -> None:
+def _read_body(
+    response: requests.Response,
+    deadline: float,
+    timeout: float,
+    most: int,
+    clock: Callable[[], float],
+) -> None:
     """Read the body (decompressed) into ``response``, or close it and raise."""
     chunks, size = [], 0
     try:
         while True:
-            if time.monotonic() > deadline:
+            if clock() >= deadline:
                 raise requests.Timeout(f"the response took more than {timeout:g} s")
             try:
                 chunk = response.raw.read1(_CHUNK, decode_content=True)
