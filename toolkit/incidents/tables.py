@@ -62,15 +62,16 @@ def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     return _in_time_order(table)
 
 
-def event_end(table: pd.DataFrame, row: int) -> pd.Timestamp:
-    """When row ``row`` of a job table ended as an event: its last execution detail if it met a
-    failure, else when it was sent, else its start (a notification: its trigger)."""
-    one = table.iloc[[row]]
-    if "met_failure" not in one:
-        return one["at"].iloc[0]
-    sent_at = one["at"] + pd.to_timedelta(one["time_to_send_s"], unit="s")
-    failure_end = one["ended_at"].where(one["met_failure"].to_numpy())
-    return failure_end.fillna(sent_at).fillna(one["at"]).iloc[0]
+def event_end(table: pd.DataFrame, rows: int | np.ndarray) -> pd.Timestamp:
+    """When the last of ``rows`` (positions) of a job table ended as an event: a row's last
+    execution detail if it met a failure, else when it was sent, else its start (a
+    notification: its trigger)."""
+    some = table.iloc[np.atleast_1d(rows)]
+    if "met_failure" not in some:
+        return some["at"].max()
+    sent_at = some["at"] + pd.to_timedelta(some["time_to_send_s"], unit="s")
+    failure_end = some["ended_at"].where(some["met_failure"].to_numpy())
+    return failure_end.fillna(sent_at).fillna(some["at"]).max()
 
 
 def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:
