@@ -128,7 +128,8 @@ class Scan:
         tests = float(valid.sum())
         if not tests:
             return [], 0.0
-        score = np.where(valid, _llr(k, n, k_out, n_out, self.base is not None), -np.inf)
+        score = np.full(valid.shape, -np.inf)  # the ratio of the valid periods only
+        score[valid] = _llr(k[valid], n[valid], k_out[valid], n_out[valid], self.base is not None)
         flat = score.reshape(len(groups), -1)
         best = flat.argmax(1)
         picks = []
