@@ -338,10 +338,6 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
 # -- scans and their periods -----------------------------------------------------------------
 
 
-def _keyed(values) -> tuple:
-    return tuple(None if pd.isna(value) else str(value) for value in values)
-
-
 def _ordered(keys) -> list[tuple]:
     return sorted(keys, key=lambda key: tuple((value is not None, value or "") for value in key))
 
@@ -349,9 +345,8 @@ def _ordered(keys) -> list[tuple]:
 def _matrix(frame: pd.DataFrame, keys: tuple[str, ...], column: str, width: int):
     """``column`` summed per combination of ``keys`` (the sorted key tuples) and bucket."""
     frame = frame[frame[column].to_numpy() > 0]
-    if keys:  # group numbers in order of first appearance, then those groups' keys
-        number = frame.groupby(list(keys), dropna=False, sort=False).ngroup().to_numpy()
-        tuples = [_keyed(row) for row in frame[list(keys)].drop_duplicates().itertuples(False)]
+    if keys:  # each row's group number, and the groups' keys
+        number, tuples = tables._codes(frame, keys, np.ones(len(frame), dtype=bool))
     else:
         number, tuples = np.zeros(len(frame), dtype="int64"), [()] * bool(len(frame))
     found = _ordered(tuples)

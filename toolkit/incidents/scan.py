@@ -202,9 +202,9 @@ class CountScan:
             if not valid.any():
                 continue
             tests += effective_tests(valid, np.arange(1, valid.shape[1] + 1)[None, :])
+            score, k_in, e_in = np.full(valid.shape, -np.inf), k[valid], e[valid]  # valid only
             with np.errstate(invalid="ignore", divide="ignore"):
-                score = (_xlogy(k, k / np.maximum(e, 1e-9)) - (k - e)) / phi
-            score = np.where(valid, score, -np.inf)
+                score[valid] = (_xlogy(k_in, k_in / np.maximum(e_in, 1e-9)) - (k_in - e_in)) / phi[valid]  # fmt: skip
             first, length = np.unravel_index(int(score.argmax()), score.shape)
             at = (first, length)
             p = count_p_value(k[at], e[at], phi[at], low=rule.low)
