@@ -65,12 +65,13 @@ def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
 def event_end(table: pd.DataFrame, row: int) -> pd.Timestamp:
     """When row ``row`` of a job table ended as an event: its last execution detail if it met a
     failure, else when it was sent, else its start (a notification: its trigger)."""
-    one = table.iloc[[row]]
-    if "met_failure" not in one:
-        return one["at"].iloc[0]
-    sent_at = one["at"] + pd.to_timedelta(one["time_to_send_s"], unit="s")
-    failure_end = one["ended_at"].where(one["met_failure"].to_numpy())
-    return failure_end.fillna(sent_at).fillna(one["at"]).iloc[0]
+    at = table["at"].iloc[row]
+    if "met_failure" not in table:
+        return at
+    if table["met_failure"].iloc[row] and not pd.isna(ended := table["ended_at"].iloc[row]):
+        return ended
+    seconds = table["time_to_send_s"].iloc[row]
+    return at if pd.isna(seconds) else at + pd.to_timedelta(np.array([seconds]), unit="s")[0]
 
 
 def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:
