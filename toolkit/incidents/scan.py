@@ -109,7 +109,9 @@ class Scan:
         events = np.where(used, 0, self.events[groups]).astype("float64")
         trials = np.where(used, 0, self.trials[self.parent[groups]]).astype("float64")
         k, n = _all_periods(events), _all_periods(trials)
-        crossed = _all_periods(used.astype("float64")) > 0
+        crossed = (
+            _all_periods(used.astype("float64")) > 0 if used.any() else np.zeros(k.shape, bool)
+        )
         if self.base is None:
             k_out = events.sum(1)[:, None, None] - k
             n_out = trials.sum(1)[:, None, None] - n
@@ -187,7 +189,9 @@ class CountScan:
             used = self.used[group]
             k, inside = _runs(np.where(used, 0, self.observed[group]))
             e = _runs(np.where(used, 0, self.expected[group]))[0]
-            crossed = (_runs(used.astype("float64"))[0] > 0) | ~inside
+            crossed = (
+                ~inside if not used.any() else (_runs(used.astype("float64"))[0] > 0) | ~inside
+            )
             v = _runs(np.where(used, 0, self.variance[0][group]))[0]
             v = v + self.variance[1][group] * e**2
             with np.errstate(invalid="ignore", divide="ignore"):
