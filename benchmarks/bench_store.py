@@ -121,20 +121,24 @@ PROVIDERS = {"email": "sendgrid", "sms": "twilio", "push": "fcm", "in_app": "svc
 
 
 def generate_store(path: Path, notifications: int, days: int = 90, seed: int = 1) -> None:
-    """A store of ``notifications`` synthetic notifications over ``days`` days up to `NOW`, in the
-    store's layout (each notification one or two delivery jobs of two execution details)."""
+    """A store of ``notifications`` synthetic notifications at an even rate over the ``days`` days
+    up to `NOW`, its watermark (the data fill the window up to it), in the store's layout (each
+    notification one or two delivery jobs of two execution details)."""
     rng = np.random.default_rng(seed)
     end = np.datetime64(NOW.rstrip("Z"), "ms")
-    per_day = notifications // days
+    start = end - np.timedelta64(days, "D")
+    per_ms = notifications // days / 86_400_000
     ids = iter(range(10**9))
-    first_day = end.astype("datetime64[D]") - 1  # whole UTC days before NOW's
-    for day in range(days):
-        start = (first_day - day).astype("datetime64[ms]")
-        created = np.sort(start + rng.integers(0, 86_400_000, per_day).astype("timedelta64[ms]"))
-        stamp = str(first_day - day)
-        layout.write_day(path, stamp, _day_tables(rng, created[::-1], ids))
+    day = end.astype("datetime64[D]")  # NOW's own day first, held up to NOW
+    while day >= start.astype("datetime64[D]"):
+        low = max(start, day.astype("datetime64[ms]"))
+        high = min(end, (day + 1).astype("datetime64[ms]"))
+        span = int((high - low).astype(int))
+        created = np.sort(low + rng.integers(0, span, round(per_ms * span)).astype("timedelta64[ms]"))  # fmt: skip
+        layout.write_day(path, str(day), _day_tables(rng, created[::-1], ids))
+        day -= 1
     state = State("http://generated.invalid", "Generated/Benchmark", {})
-    state.after = str((first_day - days + 1).astype("datetime64[ms]")) + "Z"
+    state.after = str(start) + "Z"
     state.watermark = NOW
     state.synced_at = NOW
     state.save(path)

@@ -3,9 +3,11 @@ must not, and the client fails clearly, in bounded time, without losing data or 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
+import threading
 import time
 import zlib
 from datetime import UTC, datetime
@@ -14,6 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.stub_service import Stub, page, record, send
+from toolkit._http import Transport
 from toolkit.client import Client
 from toolkit.errors import (
     PaginationError,
@@ -38,6 +41,58 @@ def stubs():
     yield make
     for stub in made:
         stub.close()
+
+
+class FakeTime:
+    """A clock that moves only when the test advances it, with the transport's ``call_later``
+    on it: an action is called (by the advancing thread) once the clock reaches its time;
+    ``called`` keeps those times."""
+
+    def __init__(self):
+        self.now, self.called, self.scheduled, self.pending = 0.0, [], 0, {}
+        self._ids = itertools.count()
+        self._changed = threading.Condition()
+
+    def clock(self):
+        return self.now
+
+    def call_later(self, seconds, action):
+        with self._changed:
+            key = next(self._ids)
+            self.pending[key] = (self.now + seconds, action)
+            self.scheduled += 1
+            self._changed.notify_all()
+        self.advance(0)
+        return lambda: self._cancel(key)
+
+    def _cancel(self, key):
+        with self._changed:
+            self.pending.pop(key, None)
+            self._changed.notify_all()
+
+    def wait(self, condition):
+        """Wait until ``condition()`` holds (a condition, not a time; failing after a minute)."""
+        with self._changed:
+            assert self._changed.wait_for(condition, timeout=60), "timed out waiting"
+
+    def advance(self, seconds):
+        with self._changed:
+            self.now += seconds
+            due = [key for key, (at, _) in self.pending.items() if at <= self.now]
+            actions = [self.pending.pop(key)[1] for key in due]
+            self.called += [self.now] * len(actions)
+        for action in actions:
+            action()
+
+    def headers_read(self):
+        """Whether the client has read a response's headers (its cut armed, then cancelled)."""
+        return self.scheduled and not self.pending
+
+
+def transport_of(stub, fake, timeout):
+    """A transport of ``stub`` whose deadline is on ``fake``'s clock."""
+    return Transport(stub.url, KEY, timeout=timeout, max_retries=0, clock=fake.clock,
+                     call_later=fake.call_later)  # fmt: skip
 
 
 def client_of(stub, **options):
@@ -85,22 +140,30 @@ def test_a_window_read_with_bad_created_at_is_the_services_error(stubs):
 # -- bounded ------------------------------------------------------------------------------------
 
 
+def trickle(handler, data, fake, step=0.25):
+    """Send ``data`` a byte at a time, ``fake``'s clock moving ``step`` s before each byte:
+    each socket read is quick, the whole is not."""
+    for byte in data:
+        fake.advance(step)
+        handler.wfile.write(bytes([byte]))
+        handler.wfile.flush()
+
+
 def test_a_trickling_response_ends_at_the_timeout(stubs):
-    body = json.dumps(page([])).encode() + b" " * 200
+    body = json.dumps(page([])).encode() + b" " * 200  # 57 s of the test's clock
+    fake = FakeTime()
 
     def answer(request, handler):
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
-        for byte in body:  # a byte every 20 ms: each socket read is quick, the whole is not
-            handler.wfile.write(bytes([byte]))
-            handler.wfile.flush()
-            time.sleep(0.02)
+        fake.wait(fake.headers_read)
+        trickle(handler, body, fake)
 
     stub = stubs(answer)
-    with pytest.raises(ServiceConnectionError, match="took more than 0.5 s"):
-        client_of(stub, timeout=0.5).transport.request("GET", "/v1/notifications")
+    with pytest.raises(ServiceConnectionError, match="took more than 5 s"):
+        transport_of(stub, fake, timeout=5).request("GET", "/v1/notifications")
 
 
 @pytest.fixture(scope="module")
@@ -395,29 +458,44 @@ def test_a_webhook_307_to_the_same_host_is_followed_with_its_body(stubs):
     assert stub.requests[1].method == "POST" and stub.requests[1].json()["text"] == "FIRING: sms failing"  # fmt: skip
 
 
-def trickle(seconds):
-    def answer(request, handler):
-        handler.send_response(200)
-        handler.send_header("Content-Length", str(int(seconds / 0.05)))
-        handler.end_headers()
-        for _ in range(int(seconds / 0.05)):
-            handler.wfile.write(b" ")
-            handler.wfile.flush()
-            time.sleep(0.05)
-
-    return answer
-
-
 def test_a_trickling_webhook_is_not_delivered_past_its_timeout(stubs):
-    stub = stubs(trickle(4))
-    hook, errors = deliver(stub.url + "/hook", timeout=0.3)
+    fake = FakeTime()
+
+    def answer(request, handler):  # 25 s of the test's clock
+        handler.send_response(200)
+        handler.send_header("Content-Length", "100")
+        handler.end_headers()
+        fake.wait(fake.headers_read)
+        trickle(handler, b" " * 100, fake)
+
+    stub = stubs(answer)
+    hook, errors = deliver(stub.url + "/hook", timeout=5, clock=fake.clock, call_later=fake.call_later)  # fmt: skip
     assert (hook.sent, hook.failed) == (0, 1) and "Timeout" in errors[0]
 
 
-def test_close_returns_within_its_bound_with_a_trickling_webhook_and_start_after_close_works(stubs):  # fmt: skip
+@pytest.fixture
+def stalled(stubs):
+    """A stub that sends its headers and a byte of its body, then nothing until the test ends:
+    a POST to it stays under way."""
+    released = threading.Event()
+
+    def answer(request, handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        released.wait(120)
+        handler.wfile.write(b" ")
+
+    yield stubs(answer)
+    released.set()
+
+
+def test_close_returns_within_its_bound_with_a_stalled_webhook_and_start_after_close_works(stubs, stalled):  # fmt: skip
     from toolkit.alerts import Webhook
 
-    slow = stubs(trickle(4))
+    slow = stalled
     hook = Webhook(slow.url + "/hook", retries=0, timeout=60)
     hook.send(ALERT)
     hook.send(ALERT)
@@ -472,7 +550,7 @@ def test_a_write_answered_with_something_else_is_not_reported_done(stubs, write,
         write(client_of(stub))
 
 
-def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again(stubs, sandbox):
+def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again(stubs, stalled, sandbox):  # fmt: skip
     import queue
 
     from toolkit.client import connect
@@ -484,12 +562,12 @@ def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again
         polls.put(seconds)
         monitor._stopping.wait()
 
-    slow = stubs(trickle(4))
+    slow = stalled
     client = connect(sandbox=sandbox, progress=False)
     monitor = Monitor(client, charts=[], since="10m", sleep=sleep, webhook_url=slow.url + "/hook")
     monitor._alerts.webhook.timeout = 60
     monitor._alerts.webhook.send(ALERT)
-    assert monitor.close(timeout=0.2) is False  # returned, the trickling POST given up
+    assert monitor.close(timeout=0.2) is False  # returned, the stalled POST given up
     fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
     monitor._alerts.webhook._url = fast.url + "/hook"
     monitor.start()
@@ -499,24 +577,15 @@ def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again
 
 
 def test_a_service_trickling_its_status_line_and_headers_ends_at_the_timeout(stubs):
-    from tests.conftest import wait_for
-
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Pad: 1\r\n" * 40
-    outcome = []
+    fake = FakeTime()
 
-    def answer(request, handler):  # a byte every 20 ms for 10 s: each read is quick
-        try:
-            for byte in head[:500]:
-                handler.wfile.write(bytes([byte]))
-                handler.wfile.flush()
-                time.sleep(0.02)
-            outcome.append("all sent")
-        except OSError:
-            outcome.append("cut by the client")
-            raise
+    def answer(request, handler):  # 112 s of the test's clock, never ending the headers
+        fake.wait(lambda: fake.pending)  # the client waits for the status line
+        with contextlib.suppress(OSError):  # the client has hung up
+            trickle(handler, head, fake)
 
     stub = stubs(answer)
-    with pytest.raises(ServiceConnectionError, match="took more than 0.5 s"):
-        client_of(stub, timeout=0.5).transport.request("GET", "/v1/notifications")
-    wait_for(lambda: outcome)
-    assert outcome == ["cut by the client"]
+    with pytest.raises(ServiceConnectionError, match="took more than 5 s"):
+        transport_of(stub, fake, timeout=5).request("GET", "/v1/notifications")
+    assert fake.called == [5.0]  # the connection was cut at the deadline, while reading headers

@@ -349,6 +349,39 @@ def test_deterministic_and_refuses_secret_provenance():
         build_report(activity, provenance={"api_key": "x"}, generated_at=GENERATED_AT)
 
 
+@pytest.mark.parametrize("top", [0, -1, 2.5, "3", True, None])
+def test_a_bad_top_is_refused_before_any_request_or_read(top, tmp_path):
+    from tests.stub_service import Stub, page, send
+    from toolkit.client import Client
+
+    stub = Stub(lambda request, handler: send(handler, 200, page([])))
+    reads = []
+    try:
+        client = Client(stub.url, "k" * 32, progress=False, max_retries=0)
+        calls = {
+            "delivery_report": lambda: delivery_report(client, out=tmp_path / "r.html", top=top),
+            "report_window": lambda: report_window(
+                lambda *window: reads.append(window),
+                now=GENERATED_AT,
+                out=tmp_path / "r.html",
+                top=top,
+            ),  # fmt: skip
+            "build_report": lambda: build_report(
+                None, provenance={}, generated_at=GENERATED_AT, top=top
+            ),  # fmt: skip
+            "failure_reasons": lambda: charts.failure_reasons(None, top=top),
+        }
+        for name, call in calls.items():
+            with pytest.raises(ParameterError, match=rf"top={re.escape(repr(top))} is not allowed: a positive whole number$"):  # fmt: skip
+                call()
+            assert (stub.requests, reads) == ([], []), name
+        client.transport.request("GET", "/v1/notifications")  # the stub counts what is sent
+        assert len(stub.requests) == 1
+    finally:
+        stub.close()
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_empty_activity(tmp_path):
     path = write_report(
         tmp_path / "empty.html", activity_frames([]), provenance={}, generated_at=GENERATED_AT

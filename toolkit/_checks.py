@@ -1,5 +1,6 @@
-"""The client's argument checks: each returns the value as it is sent, or raises `ParameterError`
-naming the parameter (with the path inside it), the value (masked if secret) and what is allowed.
+"""The argument checks (the client's, and `top` of the tables and the report): each returns the
+value as it is sent, or raises `ParameterError` naming the parameter (with the path inside it),
+the value (masked if secret) and what is allowed.
 
 JSON bodies (``data``, ``credentials``, ...) are converted the way a pandas user expects: numpy
 and pandas scalars to Python numbers and booleans, times to ISO 8601 text, NaN, NaT and NA to
@@ -85,6 +86,16 @@ def count(name: str, value: Any, low: int, high: int | None = None) -> int:
     ):
         allowed = f"an integer from {low} to {high}" if high else f"an integer >= {low}"
         raise ParameterError(name, value, allowed)
+    return value
+
+
+def top(value: Any, *, or_all: bool = False) -> int | None:
+    """``top``, how many groups to show: a positive whole number (or None, all, when
+    ``or_all``); the one check of every function taking it, before it reads anything."""
+    if value is None and or_all:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError("top", value, "a positive whole number" + (", or None for all" if or_all else ""))  # fmt: skip
     return value
 
 

@@ -203,6 +203,18 @@ def _number(
     return value
 
 
+#: ``call_later(seconds, action)`` calls ``action`` after ``seconds``; it returns how to cancel.
+CallLater = Callable[[float, Callable[[], Any]], Callable[[], Any]]
+
+
+def call_in_thread(seconds: float, action: Callable[[], Any]) -> Callable[[], None]:
+    """Call ``action`` after ``seconds`` of real time, from a daemon thread; return its cancel."""
+    timer = threading.Timer(seconds, action)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
+
+
 #: Every live `Transport`: a forked child drops their pooled connections (the parent's sockets).
 _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
 
@@ -230,7 +242,12 @@ class Transport:
     sleep : callable
         How to wait (injectable so that tests need not).
     clock : callable
-        Monotonic seconds (injectable with ``sleep``), for pacing and the time spent retrying.
+        Monotonic seconds (injectable with ``sleep``), for pacing, the time spent retrying and
+        each response's deadline.
+    call_later : callable
+        ``call_later(seconds, action)`` calls ``action`` after ``seconds`` and returns a function
+        cancelling it (default `call_in_thread`: real time); it cuts a connection still sending
+        its headers at the deadline. Injectable with ``clock``, so that tests drive the deadline.
     rng : random.Random, optional
         Source of the backoff jitter.
     pool_size : int
@@ -260,6 +277,7 @@ class Transport:
         max_wait: float = 60.0,
         sleep: Callable[[float], Any] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        call_later: CallLater = call_in_thread,
         rng: random.Random | None = None,
         pool_size: int = 32,
         backoff: float = 0.5,
@@ -272,6 +290,7 @@ class Transport:
         self.max_body = max_body
         self.timeout, self.max_retries, self.max_wait = timeout, max_retries, max_wait
         self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
+        self.call_later = call_later
         self.backoff, self.max_backoff = backoff, max_backoff
         self.pacer = Pacer(sleep=sleep, clock=clock)
         #: The service's clock minus ours, as its last ``Date`` header says (at most: the
@@ -344,6 +363,8 @@ class Transport:
                     headers=headers,
                     timeout=self.timeout,
                     max_body=self.max_body,
+                    clock=self.clock,
+                    call_later=self.call_later,
                 )
             except Redirected as redirect:
                 raise RedirectError(
@@ -438,7 +459,7 @@ def new_session(pool_size: int = 10) -> requests.Session:
     return session
 
 
-#: The deadline (monotonic seconds) of the response this thread is waiting for, set by `fetch`.
+#: The response this thread is waiting for, set by `fetch`: ``(deadline, clock, call_later)``.
 _deadline = threading.local()
 
 
@@ -447,16 +468,15 @@ class _Deadline:
     its socket down at the thread's deadline."""
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        due = getattr(_deadline, "at", None)
-        if due is None:
+        waiting = getattr(_deadline, "at", None)
+        if waiting is None:
             return super().getresponse(*args, **kwargs)
-        timer = threading.Timer(max(0.0, due - time.monotonic()), self._cut)
-        timer.daemon = True
-        timer.start()
+        due, clock, call_later = waiting
+        cancel = call_later(max(0.0, due - clock()), self._cut)
         try:
             return super().getresponse(*args, **kwargs)
         finally:
-            timer.cancel()
+            cancel()
 
     def _cut(self) -> None:
         with contextlib.suppress(AttributeError, OSError):
@@ -508,12 +528,15 @@ def fetch(
     *,
     timeout: float,
     max_body: int = MAX_BODY,
+    clock: Callable[[], float] = time.monotonic,
+    call_later: CallLater = call_in_thread,
     **options: Any,
 ) -> requests.Response:
     """One request and its whole body, following the redirects that are safe (see `Transport`).
 
-    The body is read within ``timeout`` seconds from the request's start and at most
-    ``max_body`` bytes of it once decompressed.
+    The body is read within ``timeout`` seconds (on ``clock``) from the request's start and at
+    most ``max_body`` bytes of it once decompressed; ``call_later`` cuts a connection still
+    sending its status line and headers at that deadline (see `Transport`).
 
     Raises
     ------
@@ -524,20 +547,20 @@ def fetch(
     requests.Timeout
         The response took longer than ``timeout``.
     """
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     for _hop in range(MAX_HOPS + 1):
-        _deadline.at = deadline
+        _deadline.at = (deadline, clock, call_later)
         try:
             response = session.request(
                 method, url, timeout=timeout, stream=True, allow_redirects=False, **options
             )
         except requests.ConnectionError:
-            if time.monotonic() >= deadline:  # cut by the deadline while reading the headers
+            if clock() >= deadline:  # cut by the deadline while reading the headers
                 raise requests.Timeout(f"the response took more than {timeout:g} s") from None
             raise
         finally:
             _deadline.at = None
-        _read_body(response, deadline, timeout, max_body)
+        _read_body(response, deadline, timeout, max_body, clock)
         if response.status_code not in REDIRECTS:
             return response
         location = urljoin(url, response.headers.get("Location", ""))
@@ -555,12 +578,18 @@ def fetch(
     raise Redirected(response.status_code, location, f"more than {MAX_HOPS} redirects")
 
 
-def _read_body(response: requests.Response, deadline: float, timeout: float, most: int) -> None:
+def _read_body(
+    response: requests.Response,
+    deadline: float,
+    timeout: float,
+    most: int,
+    clock: Callable[[], float],
+) -> None:
     """Read the body (decompressed) into ``response``, or close it and raise."""
     chunks, size = [], 0
     try:
         while True:
-            if time.monotonic() > deadline:
+            if clock() >= deadline:
                 raise requests.Timeout(f"the response took more than {timeout:g} s")
             try:
                 chunk = response.raw.read1(_CHUNK, decode_content=True)

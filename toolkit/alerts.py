@@ -24,7 +24,9 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+import requests
 
+from toolkit._http import BodyTooLarge, CallLater, Redirected, call_in_thread, fetch, new_session
 from toolkit.errors import ParameterError
 from toolkit.redact import MASK, mask
 from toolkit.timeutil import to_iso
@@ -137,17 +139,21 @@ class Webhook:
     ``timeout`` seconds, and a redirect counts as delivered only when it was followed with the
     body (a 307 or 308 to the same host); any other is not delivered, and not retried.
     The URL is a secret: it appears in no message, repr or error, nor in urllib3's DEBUG log.
-    After `close`, the next `send` starts a new thread.
+    After `close`, the next `send` starts a new thread. ``sleep`` (between retries), ``clock``
+    and ``call_later`` (the deadline's, as `toolkit._http.Transport`'s) are injectable for tests.
     """
 
     def __init__(self, url: str, *, retries: int = 3, backoff: float = 1.0,
                  timeout: float = 10.0, on_error: Callable[[str], Any] | None = None,
-                 sleep: Callable[[float], Any] = time.sleep):  # fmt: skip
+                 sleep: Callable[[float], Any] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic,
+                 call_later: CallLater = call_in_thread):  # fmt: skip
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ParameterError("webhook_url", mask(url), "an http:// or https:// URL")
         self._url = url
         _hide_in_logs(url)
         self.retries, self.backoff, self.timeout, self.sleep = retries, backoff, timeout, sleep
+        self.clock, self.call_later = clock, call_later
         self.on_error = on_error or (lambda message: None)
         self.sent = self.failed = 0
         self._lock = threading.Lock()
@@ -184,10 +190,6 @@ class Webhook:
         return True
 
     def _work(self, jobs: queue.Queue, stop: threading.Event) -> None:
-        import requests
-
-        from toolkit._http import BodyTooLarge, Redirected, fetch, new_session
-
         session = new_session()
         while (alert := jobs.get()) is not None:
             if stop.is_set():
@@ -201,7 +203,8 @@ class Webhook:
             reason = None
             for attempt in range(self.retries + 1):
                 try:
-                    status = fetch(session, "POST", self._url, json=body, timeout=self.timeout).status_code  # fmt: skip
+                    status = fetch(session, "POST", self._url, json=body, timeout=self.timeout,
+                                   clock=self.clock, call_later=self.call_later).status_code  # fmt: skip
                     reason = None if 200 <= status < 300 else f"HTTP {status}"
                 except Redirected as redirect:
                     reason = redirect.describe(show=False)  # the location is the secret's kin

@@ -25,6 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from toolkit import _checks as arg
 from toolkit import metrics
 from toolkit.errors import ParameterError
 from toolkit.schemas import CHANNELS, DETAIL_STATUSES
@@ -214,6 +215,7 @@ def failure_reasons(jobs, top: int = 10) -> go.Figure:
     """
     from toolkit.counts import FAILURE_KEYS, failures
 
+    arg.top(top)
     title = f"Top {top} failure reasons"
     if isinstance(jobs, pd.DataFrame) and {*FAILURE_KEYS, "failed"} <= set(jobs.columns):
         table = jobs.head(top)

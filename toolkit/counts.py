@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit import _checks as arg
 from toolkit.errors import ParameterError
 from toolkit.percentiles import bin_of, percentiles
 from toolkit.schemas import CHANNELS
@@ -480,8 +481,7 @@ def failures(
         ``transaction_ids`` (those of the group's first notifications, by their failed job's last
         execution detail); sorted by failed jobs (most first), first seen, error text.
     """
-    if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
-        raise ParameterError("top", top, "a positive whole number, or None for all")
+    arg.top(top, or_all=True)
     if not isinstance(examples, int) or isinstance(examples, bool) or examples < 0:
         raise ParameterError("examples", examples, "a whole number, 0 or more")
     keys = ", ".join(FAILURE_KEYS)

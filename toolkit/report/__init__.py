@@ -35,6 +35,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from toolkit import _checks as arg
 from toolkit import charts, metrics, words
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
@@ -165,8 +166,10 @@ def build_report(
     Raises
     ------
     ParameterError
-        A provenance key names a secret, or a frame lacks a column of `COLUMNS`.
+        ``top`` is not a positive whole number, a provenance key names a secret, or a frame
+        lacks a column of `COLUMNS`.
     """
+    arg.top(top)
     before = None if previous is None else _headline_of(previous)
     window = _window(activity, "activity", counts)
     return _render(_contents(window, before, incidents, top, counts), provenance, generated_at)
@@ -237,7 +240,7 @@ def delivery_report(
     """
     from toolkit.client import connect
 
-    out = check_out(out)
+    out, top = check_out(out), arg.top(top)
     client = connect() if client is None else client
     read, source, filters = _client_read(client, progress, {"channels": channels, **filters})
     return report_window(read, now=client.now(), since=since, until=until, out=out,
@@ -293,7 +296,7 @@ def report_window(
         Read the previous period in a thread while the window is read (``read`` must be
         thread-safe).
     """
-    out = check_out(out)
+    out, top = check_out(out), arg.top(top)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
     if concurrent:  # the previous period is read while the window is
