@@ -18,6 +18,7 @@ install: $(STAMP)
 
 ## The main job: a self-contained HTML delivery report (the sandbox unless SVC_BASE_URL/SVC_API_KEY are set).
 report: $(STAMP)
+	@$(BIN)/python -m compileall -q toolkit  # cached bytecode, also where PYTHONDONTWRITEBYTECODE is set
 	$(BIN)/python -m toolkit report --since 7d --out delivery-report.html
 
 ## Serve the sandbox on http://127.0.0.1:8642 and print its API keys.

@@ -283,3 +283,17 @@ def test_a_forked_child_opens_its_own_connections():
             answer = pipe.read().decode()
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
         assert answer == f"0 {expected}"
+
+
+def test_call_in_thread_calls_due_actions_in_order_on_one_thread_and_not_a_cancelled_one():
+    import threading
+
+    from toolkit._http import call_in_thread
+
+    called, done = [], threading.Event()
+    cancel = call_in_thread(1.0, lambda: called.append("cancelled"))
+    cancel()  # due before the next ones: it would be called before them
+    call_in_thread(1.0, lambda: called.append(threading.current_thread()))
+    call_in_thread(1.0, lambda: (called.append(threading.current_thread()), done.set()))
+    assert done.wait(60)
+    assert len(called) == 2 and called[0] is called[1] is not threading.current_thread()

@@ -3,6 +3,8 @@ seasonal baseline, volume both ways, failovers, one row per cause, and the fallb
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -256,38 +258,78 @@ def test_a_one_off_week_does_not_move_the_season():
     assert np.allclose(season.center(weeks), 10.0)
 
 
+def failed_later(activity, job_ids, code: str):
+    """``activity`` with the jobs ``job_ids`` failed with ``code``: their final status and code,
+    and a Failed execution detail a second after their last one."""
+    notes, jobs, details = activity
+    chosen = jobs.index[jobs["job_id"].isin(job_ids)]
+    assert len(chosen) == len(job_ids)
+    jobs = jobs.copy()
+    jobs.loc[chosen, ["final_status", "error_code"]] = ["failed", code]
+    last = details.groupby("job_id")["created_at"].max()
+    extra = pd.DataFrame({
+        "job_id": jobs.loc[chosen, "job_id"].to_numpy(),
+        "notification_id": jobs.loc[chosen, "notification_id"].to_numpy(),
+        "status": "Failed",
+        "created_at": last.reindex(jobs.loc[chosen, "job_id"]).to_numpy() + pd.Timedelta("1s"),
+        "raw": json.dumps({"code": code}),
+    }).astype(details.dtypes.to_dict())  # fmt: skip
+    return type(activity)(notes, jobs, pd.concat([details, extra], ignore_index=True))
+
+
 def test_an_outage_ends_at_its_own_last_failure_not_a_later_one_of_the_provider(shaped):
     """Failures of another code on the provider just after the outage are not the outage's."""
     activity, planted = shaped.window(NOW - pd.Timedelta(days=1), NOW)
     outage = planted_of(planted, "provider_outage")
-    notes, jobs, details = activity
+    notes, jobs, _ = activity
     created = jobs["notification_id"].map(notes.set_index("notification_id")["created_at"])
-    after = jobs.index[
+    after = jobs.loc[
         jobs["provider_id"].eq(outage["provider_id"]).fillna(False)
         & (created > outage["end"]).to_numpy()
-        & (created < outage["end"] + pd.Timedelta("90min")).to_numpy()
+        & (created < outage["end"] + pd.Timedelta("90min")).to_numpy(),
+        "job_id",
     ][:3]
     assert len(after) == 3
-    jobs = jobs.copy()
-    jobs.loc[after, ["final_status", "error_code"]] = ["failed", "OTHER"]
-    last = details.groupby("job_id")["created_at"].max()
-    extra = pd.DataFrame({
-        "job_id": jobs.loc[after, "job_id"].to_numpy(),
-        "notification_id": jobs.loc[after, "notification_id"].to_numpy(),
-        "status": "Failed",
-        "created_at": last.reindex(jobs.loc[after, "job_id"]).to_numpy() + pd.Timedelta("1s"),
-        "raw": '{"code": "OTHER"}',
-    }).astype(details.dtypes.to_dict())  # fmt: skip
-    changed = type(activity)(notes, jobs, pd.concat([details, extra], ignore_index=True))
-    found = find_incidents(changed, kinds=["provider_outage"])
+    found = find_incidents(failed_later(activity, list(after), "OTHER"), kinds=["provider_outage"])
     row = found[found["provider_id"].eq(outage["provider_id"])].iloc[0]
     assert row["ended_at"] <= outage["end"] + pd.Timedelta("10min")
     assert row["error_code"] == "503"
 
 
+def test_a_domains_bounces_end_at_their_last_bounce_not_a_later_failure_to_it(shaped, week):
+    """Failures of another code to the domain through the provider it bounced on, just after
+    its bounces, are neither in the bounces' window nor in their impact."""
+    activity, planted, found = week
+    bounces = planted_of(planted, "domain_bounces")
+    sent = metrics.delivery_jobs(activity)
+    to_it = sent[sent["domain"].eq(bounces["domain"]).fillna(False)]
+    bounced = to_it.loc[to_it["error_code"].eq("5.1.1").fillna(False), "provider_id"].mode()[0]
+    after = to_it.loc[
+        to_it["provider_id"].eq(bounced).fillna(False)
+        & to_it["started_at"].between(bounces["end"], bounces["end"] + pd.Timedelta("1h"))
+        & to_it["failed_attempts"].eq(0),
+        "job_id",
+    ][:3]
+    assert len(after) == 3
+    history = shaped.window(NOW - pd.Timedelta(days=7) - HISTORY, NOW - pd.Timedelta(days=7))[0]
+    changed = find_incidents(failed_later(activity, list(after), "OTHER"), baseline=history)
+    columns = ["kind", "error_code", "started_at", "ended_at", "notifications", "subscribers",
+               "failed_jobs", "jobs", "providers"]  # fmt: skip
+    row = lambda frame: frame.loc[frame["domain"].eq(bounces["domain"]).fillna(False), columns]  # noqa: E731
+    pd.testing.assert_frame_equal(
+        row(changed).reset_index(drop=True), row(found).reset_index(drop=True)
+    )
+    assert row(found).iloc[0]["ended_at"] <= bounces["end"] + pd.Timedelta("10min")
+
+
 def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
-    _, planted, found = week
+    activity, planted, found = week
     limited = planted_of(planted, "error_spike")
+    sent = metrics.delivery_jobs(activity)
+    mine = sent["provider_id"].eq(limited["provider_id"]).fillna(False)
+    retried = sent.loc[mine & sent["error_code"].eq("RateLimited").fillna(False), "time_to_send_s"]
+    usual = sent.loc[mine & sent["failed_attempts"].eq(0), "time_to_send_s"].quantile(0.9)
+    assert retried.min() > 10 * usual  # the case: every send it retried is slow
     rows = found[
         found["provider_id"].eq(limited["provider_id"]).fillna(False)
         & (found["started_at"] <= limited["end"])
@@ -295,6 +337,7 @@ def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
     ]
     assert list(rows["kind"]) == ["error_spike"]
     assert rows.iloc[0]["error_code"] == "RateLimited"
+    assert rows.iloc[0]["notifications"] == len(retried) == limited["notifications"]
 
 
 def test_a_baseline_of_other_groups_is_refused(shaped):

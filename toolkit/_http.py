@@ -7,6 +7,8 @@ threads: concurrent readers share one connection pool and one `Pacer`.
 from __future__ import annotations
 
 import contextlib
+import functools
+import heapq
 import itertools
 import logging
 import math
@@ -208,11 +210,56 @@ CallLater = Callable[[float, Callable[[], Any]], Callable[[], Any]]
 
 
 def call_in_thread(seconds: float, action: Callable[[], Any]) -> Callable[[], None]:
-    """Call ``action`` after ``seconds`` of real time, from a daemon thread; return its cancel."""
-    timer = threading.Timer(seconds, action)
-    timer.daemon = True
-    timer.start()
-    return timer.cancel
+    """Call ``action`` after ``seconds`` of real time, from a daemon thread; return its cancel.
+
+    One thread serves every call (`_Timers`): a timer thread per request cost a thread start
+    each, hundreds for one read of the activity feed."""
+    return _timers.call_later(seconds, action)
+
+
+class _Timers:
+    """Actions due at monotonic instants, called in order by one daemon thread."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._due: list[list[Any]] = []  # a heap of [instant, number, action or None]
+        self._numbers = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def call_later(self, seconds: float, action: Callable[[], Any]) -> Callable[[], None]:
+        entry = [time.monotonic() + seconds, next(self._numbers), action]
+        with self._changed:
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="toolkit-timers", daemon=True)  # fmt: skip
+                self._thread.start()
+            if self._due[0] is entry:
+                self._changed.notify()
+        return functools.partial(self._cancel, entry)
+
+    def _cancel(self, entry: list[Any]) -> None:
+        with self._changed:
+            entry[2] = None
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][2] is None or self._due[0][0] > time.monotonic():  # fmt: skip
+                    if self._due and self._due[0][2] is None:
+                        heapq.heappop(self._due)
+                    elif self._due:
+                        self._changed.wait(self._due[0][0] - time.monotonic())
+                    else:
+                        self._changed.wait()
+                action = heapq.heappop(self._due)[2]
+            try:
+                action()
+            except Exception:  # the thread serves the other calls on
+                log.exception("a timed action failed")
+
+
+_timers = _Timers()
+os.register_at_fork(after_in_child=_timers.__init__)  # its thread is the parent's
 
 
 #: Every live `Transport`: a forked child drops their pooled connections (the parent's sockets).

@@ -237,7 +237,7 @@ def activity_frames(
     notifications = _Table(schemas.NOTIFICATIONS)
     jobs = _Table(schemas.JOBS, _GIVEN_JOB_COLUMNS)
     details = _Table(schemas.EXECUTION_DETAILS, _GIVEN_DETAIL_COLUMNS)
-    add_notification = _notification_adder(notifications, _job_adder(jobs, details))
+    add_notification = _notification_adder(notifications, jobs, details)
     for record in records:
         add_notification(record)
     del add_notification  # it holds the column lists, freed as their arrays are built
@@ -270,56 +270,68 @@ def empty_frame(spec: Sequence[Column]) -> pd.DataFrame:
 
 
 # -- activity rows -----------------------------------------------------------------------------
-# Each row is a dict keyed by column name (a tuple in a declared order for jobs and execution
-# details), appended straight to the column lists (no record is kept: the records' own strings
-# and objects are all that stay).
+# Each row is a tuple of its values in a declared order, appended straight to its table's rows
+# (no record is kept: the records' own strings and objects are all that stay), which are turned
+# into columns after each notification that fills a chunk.
 
 
-def _notification_adder(table: _Table, add_job: Callable[..., str]) -> Callable[..., None]:
+def _notification_adder(table: _Table, jobs: _Table, details: _Table) -> Callable[..., None]:
     """A function adding one ActivityNotification, its jobs and their execution details."""
-    add_row = table.add
+    add_row, add_job = table.appender(_NOTIFICATION_FIELDS), _job_adder(jobs, details)
+    tables = (table, jobs, details)
 
     def add(record: Mapping[str, Any]) -> None:
         subscriber = record.get("subscriber") or {}
         template = record.get("template") or {}
         triggers = template.get("triggers") or [{}]
         finals = [add_job(job) for job in record.get("jobs") or ()]
-        add_row(
-            {
-                "notification_id": record.get("_id"),
-                "created_at": record.get("createdAt"),
-                "updated_at": record.get("updatedAt"),
-                "transaction_id": record.get("transactionId"),
-                "template_id": record.get("_templateId") or template.get("_id"),
-                "workflow_name": template.get("name"),
-                "workflow_identifier": triggers[0].get("identifier"),
-                "template_origin": template.get("origin"),
-                "subscriber_internal_id": record.get("_subscriberId") or subscriber.get("_id"),
-                "subscriber_id": subscriber.get("subscriberId"),
-                "subscriber_email": subscriber.get("email"),
-                "subscriber_first_name": subscriber.get("firstName"),
-                "subscriber_last_name": subscriber.get("lastName"),
-                "subscriber_phone": subscriber.get("phone"),
-                "channels": record.get("channels") or [],
-                "topic_keys": [topic.get("topicKey") for topic in record.get("topics") or ()],
-                "tags": record.get("tags") or [],
-                "severity": record.get("severity"),
-                "critical": record.get("critical"),
-                "digested_notification_id": record.get("_digestedNotificationId"),
-                "payload": record.get("payload"),
-                "job_count": len(finals),
-                "failed_job_count": finals.count("failed"),
-                "status": _overall_status(finals),
-                "environment_id": record.get("_environmentId"),
-                "organization_id": record.get("_organizationId"),
-            }
+        add_row(  # in the order of _NOTIFICATION_FIELDS
+            (
+                record.get("_id"),
+                record.get("createdAt"),
+                record.get("updatedAt"),
+                record.get("transactionId"),
+                record.get("_templateId") or template.get("_id"),
+                template.get("name"),
+                triggers[0].get("identifier"),
+                template.get("origin"),
+                record.get("_subscriberId") or subscriber.get("_id"),
+                subscriber.get("subscriberId"),
+                subscriber.get("email"),
+                subscriber.get("firstName"),
+                subscriber.get("lastName"),
+                subscriber.get("phone"),
+                record.get("channels") or [],
+                [topic.get("topicKey") for topic in record.get("topics") or ()],
+                record.get("tags") or [],
+                record.get("severity"),
+                record.get("critical"),
+                record.get("_digestedNotificationId"),
+                record.get("payload"),
+                len(finals),
+                finals.count("failed"),
+                _overall_status(finals),
+                record.get("_environmentId"),
+                record.get("_organizationId"),
+            )
         )
+        for kept in tables:
+            kept.compact_full()
 
     return add
 
 
-#: The values of a job's row and of an execution detail's, in the order `_job_adder` gives them
-#: (tuples: the details are most rows of a read, and a dict per row cost a third of its CPU).
+#: The values of a notification's row, a job's and an execution detail's, in the order the
+#: adders give them (tuples, appended without a call per row: the details are most rows of a
+#: read, and a dict per row cost a third of its CPU).
+_NOTIFICATION_FIELDS = (
+    "notification_id", "created_at", "updated_at", "transaction_id", "template_id",
+    "workflow_name", "workflow_identifier", "template_origin", "subscriber_internal_id",
+    "subscriber_id", "subscriber_email", "subscriber_first_name", "subscriber_last_name",
+    "subscriber_phone", "channels", "topic_keys", "tags", "severity", "critical",
+    "digested_notification_id", "payload", "job_count", "failed_job_count", "status",
+    "environment_id", "organization_id",
+)  # fmt: skip
 _JOB_FIELDS = (
     "job_id", "type", "status", "final_status", "step_id", "step_name", "provider_id",
     "digest_type", "updated_at", "execution_count", "failed_count", "retry_count", "error_text",
@@ -435,9 +447,9 @@ class _Table:
 
     Rows are dicts keyed by column name, with every column of the spec but the ``given`` ones
     (passed whole to `frame`): a missing or unknown name is an error, never a shifted column.
-    Every `CHUNK` rows are turned into columns: compact arrays (categories as shared strings),
-    so that a long read does not hold a Python object per value; object columns keep the
-    records' own objects.
+    Every `CHUNK` rows are turned into columns (after `CHUNK` rows added, or when `compact_full`
+    finds that many): compact arrays (categories as shared strings), so that a long read does
+    not hold a Python object per value; object columns keep the records' own objects.
     """
 
     #: Rows kept as dicts before they are turned into columns.
@@ -461,10 +473,16 @@ class _Table:
 
     def appender(self, fields: Sequence[str]) -> Callable[[tuple[Any, ...]], None]:
         """`add` for a hot loop: it takes each row as a tuple of the values of ``fields``, which
-        must be the columns in their order (checked here, once)."""
+        must be the columns in their order (checked here, once); the caller calls
+        `compact_full` now and then."""
         if tuple(fields) != self.names:
             raise KeyError(f"fields {list(fields)} are not the columns {list(self.names)}")
-        return self._append
+        return self.rows.append
+
+    def compact_full(self) -> None:
+        """Turn the rows kept into columns if there are `CHUNK` of them or more."""
+        if len(self.rows) >= self.CHUNK:
+            self._compact()
 
     def _append(self, values: tuple[Any, ...]) -> None:
         rows = self.rows
@@ -473,11 +491,13 @@ class _Table:
             self._compact()
 
     def _compact(self) -> None:
-        """Turn the rows kept into one part of each column."""
-        rows, self.rows = self.rows, []
+        """Turn the rows kept into one part of each column (the list of rows is emptied, not
+        replaced: `appender` gave its ``append``)."""
+        rows = self.rows
         if not rows:
             return
-        values = zip(*rows, strict=True)
+        values = zip(*rows, strict=True)  # it holds the rows until the columns are built
+        rows.clear()
         for name, column in zip(self.names, values, strict=True):
             dtype = self.columns[name].dtype
             if dtype == schemas.OBJECT:

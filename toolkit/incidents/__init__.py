@@ -84,6 +84,12 @@ start to the last event's end (a failure's last execution detail, a slow job's f
 ``ongoing`` is True when the jobs after the last event are too few to show that it stopped (none
 of them an event had a chance above 1% at the incident's rate).
 
+One cause per row: an error code's row is about that code, a provider's or a domain's row about
+the error code at least half of its failures have (none has: many codes at once, each failure
+counts). Its failures are those of its cause, and its window and impact follow from them: it
+ends at the last failure of its cause, not at a later failure of the provider or the domain with
+another code.
+
 One row per incident. Candidates are taken in this order, and one whose affected jobs are at least
 half a kept row's is the same incident, dropped: domain_bounces (kept only when the provider's
 other domains failed at most half as often in the period: a provider failing everywhere is an
@@ -95,7 +101,7 @@ failed and the service retried most of them), error_spike, provider_outage below
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
 are mostly that domain's joins it; once one provider's bounces are significant, the row takes in
-the domain's failures of the same error code on the channel's other providers in its period
+the domain's failures of the same cause on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an
 unrelated bounce. No rule depends on a provider's, workflow's or hour's name.

@@ -658,8 +658,7 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
     subscribers = found.jobs["subscriber_id"]
     for row in candidates:
         row["affected"] = found.affected(row)
-        if row["scan"] == "provider":
-            _to_its_cause(found, row)
+        _to_its_cause(found, row)
     found.sent_again(candidates)
     for row in candidates:
         row["kind"] = _kind(found, row, outage_rate)
@@ -738,13 +737,50 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _to_its_cause(found: _Found, row: dict) -> None:
+    """A failure row's cause and its rows, decided here for every kind: an error code's row is
+    that code's; a provider's or a recipient domain's row is the error code most (`MOST`) of
+    its failures have (``row["cause"]``; None: many codes at once, each failure is the row's).
+    Its rows are its failures of that cause, from which its period and impact follow
+    (`_impact`): it ends at the last failure of its cause, not at an unrelated failure of the
+    provider or domain after it."""
+    row["cause"] = row["keys"].get("error_code")
+    affected = row["affected"]
+    if row["scan"] not in ("provider", "domain") or not len(affected):
+        return
+    codes = found.jobs["error_code"].iloc[affected]
+    main = codes.value_counts()
+    if not len(main) or main.iloc[0] < MOST * len(affected):
+        return
+    row["cause"] = main.index[0]
+    own = affected[codes.eq(row["cause"]).fillna(False).to_numpy()]
+    if len(own) == len(affected):
+        return
+    first, last = int(own[0]), int(own[-1])
+    trials = int((found.groups[row["scan"]].trial[first : last + 1] == row["parent"]).sum())
+    _impact(found, row, own, trials, row["base_rate"] * trials)
+    later = found.later(row, last)
+    row.update(first=first, last=last, ongoing=bool((1 - row["rate"]) ** later > STILL_GOING))
+
+
+def _impact(found: _Found, row: dict, rows: np.ndarray, trials: int, expected: float) -> None:
+    """A row's rows (``affected``, positions in the job table) and what follows from them: its
+    period, from the first one's start to the last one's end; its ``trials`` jobs, its rows as
+    failures, their rate, and the baseline's rate (``expected`` failures)."""
+    start = found.jobs["at"].iloc[rows].min()
+    row.update(affected=rows, start=start, end=max(tables.event_end(found.jobs, rows), start),
+               jobs=trials, events=len(rows), rate=len(rows) / max(trials, 1),
+               base_rate=expected / max(trials, 1))  # fmt: skip
+
+
 def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min_ratio) -> None:
-    """A domain's bounces significant on one provider take in its bounces of the same cause
-    (error code) on the channel's other providers in the row's period (one query for the
+    """A domain's bounces significant on one provider take in its failures of the same cause
+    (`_to_its_cause`) on the channel's other providers in the row's period (one query for the
     rows' channel, domain and period). Another provider is named, and its sends and failures
     added, when its failures there depart from its own rate for the domain (the exact test,
     at ``alpha`` over the providers examined, and ``min_ratio`` times that rate): a share too
-    small for a period of its own, not an unrelated bounce; the row's period then covers them."""
+    small for a period of its own, not an unrelated bounce. The row's period and impact follow
+    from all its rows (`_impact`)."""
     bounces = [row for row in rows if row["kind"] == "domain_bounces"]
     if not bounces or scan is None:
         return
@@ -753,25 +789,22 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
         {"channel": row["keys"]["channel"], "domain": row["keys"]["domain"],
          "at": (row["start"], row["end"] + tick)} for row in bounces
     ])  # fmt: skip
-    jobs, number = found.jobs, {key: n for n, key in enumerate(found.keys["domain"][0])}
+    number = {key: n for n, key in enumerate(found.keys["domain"][0])}
     provider = fetched["provider_id"].astype("string").to_numpy()
     for row in bounces:
-        codes = jobs["error_code"].iloc[row["affected"]]
-        if codes.isna().all():
-            continue
-        cause = codes.mode().iloc[0]
         mine = (
             fetched["channel"].astype("string").eq(row["keys"]["channel"])
             & fetched["domain"].astype("string").eq(row["keys"]["domain"])
             & fetched["at"].between(row["start"], row["end"])
         ).fillna(False).to_numpy()  # fmt: skip
         failed = mine & fetched["met_failure"].to_numpy()
-        failed &= fetched["error_code"].astype("string").eq(cause).fillna(False).to_numpy()
+        if row.get("cause") is not None:
+            failed &= fetched["error_code"].astype("string").eq(row["cause"]).fillna(False).to_numpy()  # fmt: skip
         tried = mine & fetched["tried"].to_numpy()
         named = row.get("providers") or [row["keys"]["provider_id"]]
         others = sorted({str(name) for name in provider[failed]} - set(named))
         period = slice(*(found.grid.of(pd.Series([row["start"], row["end"]])) + [0, 1]))
-        affected, trials, events = row["affected"], row["jobs"], row["events"]
+        affected, trials = row["affected"], row["jobs"]
         base = row["base_rate"] * row["jobs"]
         for other in others:
             g = number.get((row["keys"]["channel"], other, row["keys"]["domain"]))
@@ -789,39 +822,9 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
                 continue
             named.append(other)
             affected = np.union1d(affected, at[hit])
-            trials, events, base = trials + n, events + k, base + rate * n
-        joined = np.setdiff1d(affected, row["affected"])
-        row.update(affected=affected, providers=named, jobs=trials, events=events,
-                   rate=events / max(trials, 1), base_rate=base / max(trials, 1))  # fmt: skip
-        if len(joined):  # the period: from the first to the last failure of any provider
-            last = joined[int(jobs["ended_at"].iloc[joined].array.asi8.argmax())]
-            row.update(start=min(row["start"], jobs["at"].iloc[joined].min()),
-                       end=max(row["end"], tables.event_end(jobs, int(last))))  # fmt: skip
-
-
-def _to_its_cause(found: _Found, row: dict) -> None:
-    """A provider's failing period ends (starts) at the last (first) failure of its main error
-    code when most failures have it, not at an unrelated failure of the provider after it."""
-    affected = row["affected"]
-    codes = found.jobs["error_code"].iloc[affected]
-    if not len(affected) or codes.isna().all():
-        return
-    main = codes.value_counts()
-    if main.iloc[0] < MOST * len(affected):
-        return
-    own = affected[codes.eq(main.index[0]).fillna(False).to_numpy()]
-    first, last = int(own[0]), int(own[-1])
-    if (first, last) == (row["first"], row["last"]):
-        return
-    row["affected"] = affected[(affected >= first) & (affected <= last)]
-    groups, table = found.groups["provider"], found.jobs
-    trials = int((groups.trial[first : last + 1] == row["parent"]).sum())
-    events, later = len(row["affected"]), found.later(row, last)
-    rate = events / max(trials, 1)
-    row.update(first=first, last=last, start=table["at"].iloc[first],
-               end=max(tables.event_end(table, last), table["at"].iloc[first]),
-               jobs=trials, events=events, rate=rate,
-               ongoing=bool((1 - rate) ** later > STILL_GOING))  # fmt: skip
+            trials, base = trials + n, base + rate * n
+        row["providers"] = named
+        _impact(found, row, affected, trials, base)
 
 
 def _one_volume_row(rows: list[dict]) -> list[dict]:

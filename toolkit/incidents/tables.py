@@ -62,16 +62,17 @@ def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     return _in_time_order(table)
 
 
-def event_end(table: pd.DataFrame, row: int) -> pd.Timestamp:
-    """When row ``row`` of a job table ended as an event: its last execution detail if it met a
-    failure, else when it was sent, else its start (a notification: its trigger)."""
-    at = table["at"].iloc[row]
+def event_end(table: pd.DataFrame, rows: int | np.ndarray) -> pd.Timestamp:
+    """When the last of ``rows`` (positions) of a job table ended as an event: a row's last
+    execution detail if it met a failure, else when it was sent, else its start (a
+    notification: its trigger). Only the columns read are taken, not the rows' whole width."""
+    some = np.atleast_1d(rows)
+    at = table["at"].iloc[some]
     if "met_failure" not in table:
-        return at
-    if table["met_failure"].iloc[row] and not pd.isna(ended := table["ended_at"].iloc[row]):
-        return ended
-    seconds = table["time_to_send_s"].iloc[row]
-    return at if pd.isna(seconds) else at + pd.to_timedelta(np.array([seconds]), unit="s")[0]
+        return at.max()
+    sent_at = at + pd.to_timedelta(table["time_to_send_s"].iloc[some], unit="s")
+    failure_end = table["ended_at"].iloc[some].where(table["met_failure"].iloc[some].to_numpy())
+    return failure_end.fillna(sent_at).fillna(at).max()
 
 
 def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:

@@ -293,21 +293,21 @@ def report_window(
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
     concurrent : bool
-        Read the previous period in a thread while the window is read (``read`` must be
-        thread-safe).
+        Read and count the previous period in a thread while the window is read and
+        counted (``read`` must be thread-safe).
     """
     out, top = check_out(out), arg.top(top)
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent:  # the previous period is read while the window is
+    if concurrent:  # the previous period is read and counted while the window is
         with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
             earlier_read = pool.submit(_previous, read, start, after)
-            activity = read(after, before)
+            contents = _contents(_window(read(after, before), "activity"), None, None, top)
             previous, earlier, earlier_counts = earlier_read.result()
     else:  # the previous period first: only its headline and counts are kept
         previous, earlier, earlier_counts = _previous(read, start, after)
-        activity = read(after, before)
-    contents = _contents(_window(activity, "activity"), previous, None, top)
+        contents = _contents(_window(read(after, before), "activity"), None, None, top)
+    contents["previous"] = previous
     if not filters:  # a store counts its whole window in its engine: unfiltered only
         window = (start, after, before)
         contents["changes"] = changes.section(contents["counts"], earlier_counts, window, _figure_html)  # fmt: skip
@@ -369,6 +369,9 @@ def _previous(read: Callable[[datetime, datetime], Any], start: datetime, end: d
             f" (the earliest readable instant is {to_iso(error.earliest)})" if error.earliest else ""
         ), None  # fmt: skip
     text = f"{to_iso(start)} to {to_iso(end)}"
+    if not isinstance(previous, Window):
+        _check_columns(previous, "previous", counted=False)
+        previous = Window(_counted(previous))
     return _headline_of(previous), text, changes.period_counts(previous)
 
 
@@ -377,7 +380,7 @@ def _headline_of(previous) -> dict[str, Any]:
     if isinstance(previous, Window):
         return source_headline(previous.source, previous.after, previous.before)
     _check_columns(previous, "previous", counted=False)
-    return headline(previous)
+    return headline(_counted(previous))
 
 
 def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
@@ -387,13 +390,25 @@ def _window(read: Any, name: str, counts: pd.DataFrame | None = None) -> Window:
     if counts is not None and not metrics.is_detail_counts(counts):
         raise ParameterError("counts", type(counts).__name__, "metrics.detail_counts(activity.execution_details)")  # fmt: skip
     _check_columns(read, name, counted=counts is None)
-    return Window(read)
+    return Window(_counted(read))
+
+
+def _counted(activity) -> Any:
+    """An Activity as the report's queries read it: its delivery jobs computed once and its
+    frames converted for the engine once (`toolkit.counts.Given`), not once per query."""
+    from toolkit.counts import Given
+
+    return Given(activity)
 
 
 def _find_incidents(source: Any, after: datetime | None, before: datetime | None) -> pd.DataFrame:
     """`toolkit.find_incidents` of a window, the report's one call: counted by the source's
     engine (a store's weeks before the window are the volume's baseline)."""
+    from toolkit.counts import Given
     from toolkit.incidents import find_incidents
+
+    if isinstance(source, Given):  # an Activity: its delivery jobs as computed already
+        return find_incidents(source.activity, jobs=source.jobs, after=after, before=before)
     from toolkit.store.reader import Store, _Selection
 
     if after is None and before is None:
@@ -532,14 +547,21 @@ def _check_columns(activity, name: str, *, counted: bool) -> None:
 
 
 def _preload() -> None:
-    """Import and load what a report needs later (the incident finder, scipy's special functions
-    of the headline, plotly's figures, the template, plotly.js): a command does it while its
-    local sandbox starts, instead of after the reads."""
+    """Import and load what a report needs later (the reads and their progress bars, the incident
+    finder, scipy's special functions of the headline, DuckDB and its database, plotly's figures,
+    the template, plotly.js, the atomic write): a command does it while its local sandbox starts,
+    instead of after the reads."""
     import plotly.graph_objects
     import scipy.special  # noqa: F401 - the headline's intervals and tails (`toolkit.metrics`)
+    import tqdm.auto  # noqa: F401 - the reads' progress bars
 
+    import toolkit.changes  # noqa: F401 - the section "what changed"
     import toolkit.incidents  # noqa: F401
+    import toolkit.read  # noqa: F401
+    import toolkit.store.state  # noqa: F401 - the report's atomic write
+    from toolkit import engines
 
+    engines._database(os.getpid())
     plotly.graph_objects.Figure()
     _template()
     bundle.packed_plotlyjs()
