@@ -6,8 +6,9 @@ too short for a weekly season) turned into frames by `toolkit.frames`, as `read_
 returns them, without HTTP; and 28 days of traffic shaped like a real product's
 (`toolkit.sandbox.seed.shaped`, its own weeks the seasonal baseline). The baseline measured in
 the same run is `toolkit.metrics.delivery_jobs`, the one pass over the frames that any analysis
-of them pays first; the ratio says what the detection costs on top of it. The other commit's
-code runs in a child process on the same activities. Best of ``--repeat`` runs.
+of them pays first; the ratio says what the detection costs on top of it. Each commit's code
+(this tree's and the other's) runs in a child process on the same pickled activities: measured in
+the process that generated them, the same code took 1.35-1.47x as long. Best of ``--repeat`` runs.
 
     python benchmarks/bench_incidents.py [--notifications 100000] [--repeat 3] [--against main]
 """
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from common import baseline_tree
+from common import ROOT, baseline_tree
 
 from toolkit import metrics
 from toolkit.incidents import find_incidents
@@ -64,6 +65,19 @@ def timings(named: dict, repeat: int) -> dict:
     return out
 
 
+def measured(tree: Path, pickled: Path, repeat: int) -> tuple[dict, str | None]:
+    """`timings` of the code in ``tree`` in a child process, and its error if it failed."""
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{Path(__file__).resolve().parent}"}
+    child = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--pickled", str(pickled),
+         "--repeat", str(repeat)],
+        env=env, capture_output=True, text=True, cwd=tree,
+    )  # fmt: skip
+    if child.returncode:
+        return {}, str(child.stderr.strip().splitlines()[-1:])
+    return json.loads(child.stdout.strip().splitlines()[-1]), None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notifications", type=int, default=100_000)
@@ -75,20 +89,16 @@ def main() -> None:
         print(json.dumps(timings(pd.read_pickle(args.pickled), args.repeat)))
         return
     named = activities(args.notifications)
-    mine = timings(named, args.repeat)
-    here = Path(__file__).resolve().parent
     with baseline_tree(args.against) as tree:
         pickled = Path(tree) / "activities.pkl"
         pd.to_pickle(named, pickled)
-        env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{here}"}
-        child = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--pickled", str(pickled),
-             "--repeat", str(args.repeat)],
-            env=env, capture_output=True, text=True, cwd=tree,
-        )  # fmt: skip
-    theirs = json.loads(child.stdout.strip().splitlines()[-1]) if child.returncode == 0 else {}
-    if child.returncode:
-        print(f"{args.against}: failed ({child.stderr.strip().splitlines()[-1:]})")
+        del named  # both trees measured alike: each in a child process reading the pickle
+        mine, error = measured(ROOT, pickled, args.repeat)
+        if error:
+            raise SystemExit(f"this tree failed: {error}")
+        theirs, failed = measured(tree, pickled, args.repeat)
+    if failed:
+        print(f"{args.against}: failed ({failed})")
     for name, row in mine.items():
         other = theirs.get(name)
         vs = (f"; {args.against}: {other['took']:.2f} s, {other['rows']} rows "

@@ -115,7 +115,8 @@ def read(sets, quantiles, wanted, fractions, values: dict[tuple, np.ndarray]) ->
 def _plain(frame: pd.DataFrame, keys: list[str]) -> None:
     """Key columns as plain objects, missing values as None (which compare equal)."""
     for key in keys:
-        frame[key] = pd.Series([None if pd.isna(v) else v for v in frame[key]], index=frame.index, dtype=object)  # fmt: skip
+        values = frame[key].to_numpy(dtype=object, na_value=None)
+        frame[key] = pd.Series(values, index=frame.index, dtype=object)
 
 
 def _groups(hist: pd.DataFrame, grouping: list[str]):

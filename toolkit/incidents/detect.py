@@ -345,10 +345,6 @@ def _freq(freq: str | None, span: pd.Timedelta) -> pd.Timedelta:
 # -- scans and their periods -----------------------------------------------------------------
 
 
-def _keyed(values) -> tuple:
-    return tuple(None if pd.isna(value) else str(value) for value in values)
-
-
 def _ordered(keys) -> list[tuple]:
     return sorted(keys, key=lambda key: tuple((value is not None, value or "") for value in key))
 
@@ -356,9 +352,8 @@ def _ordered(keys) -> list[tuple]:
 def _matrix(frame: pd.DataFrame, keys: tuple[str, ...], column: str, width: int):
     """``column`` summed per combination of ``keys`` (the sorted key tuples) and bucket."""
     frame = frame[frame[column].to_numpy() > 0]
-    if keys:  # group numbers in order of first appearance, then those groups' keys
-        number = frame.groupby(list(keys), dropna=False, sort=False).ngroup().to_numpy()
-        tuples = [_keyed(row) for row in frame[list(keys)].drop_duplicates().itertuples(False)]
+    if keys:  # each row's group number, and the groups' keys
+        number, tuples = tables._codes(frame, keys, np.ones(len(frame), dtype=bool))
     else:
         number, tuples = np.zeros(len(frame), dtype="int64"), [()] * bool(len(frame))
     found = _ordered(tuples)
@@ -897,23 +892,25 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         workflows = found.notifications["workflow_identifier"].iloc[found.notes["row"].iloc[sent]]
         row["workflows"] = workflows.astype("string").value_counts().index.tolist()
         return "volume_drop"
-    hit = jobs.iloc[row["affected"]]
     if scan == "latency":
-        row["p95"] = float(hit["time_to_send_s"].quantile(0.95))
+        row["p95"] = float(jobs["time_to_send_s"].iloc[row["affected"]].quantile(0.95))
         usual = found.slow_above
         pair = usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])  # fmt: skip
         row["usual_p95"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
         return "latency_degradation"
     if scan == "provider":
-        retried = hit["retried"].mean() >= MOST if len(hit) else False
+        hit = jobs["retried"].iloc[row["affected"]]
+        retried = hit.mean() >= MOST if len(hit) else False
         down = row["rate"] >= outage_rate and retried
         return "provider_outage" if down else "provider_outage:partial"
     if scan == "domain":
         period = jobs.iloc[row["first"] : row["last"] + 1]
-        others = period[_pair_is(period, row["keys"]) & period["domain"].ne(row["keys"]["domain"])]
-        others = others[others["tried"].to_numpy()]
-        concentrated = len(others) and others["met_failure"].mean() <= MOST * row["rate"]
+        others = _pair_is(period, row["keys"]) & period["tried"].to_numpy()
+        others &= period["domain"].ne(row["keys"]["domain"]).fillna(False).to_numpy()
+        met = period["met_failure"].to_numpy()[others]
+        concentrated = len(met) and met.mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
+    hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     return "stale_credentials" if _stale(row, hit) else "error_spike"
 
 
@@ -939,6 +936,6 @@ def _stale(row: dict, hit: pd.DataFrame) -> bool:
 
 def _pair_is(jobs: pd.DataFrame, keys: dict) -> np.ndarray:
     """Which of ``jobs`` are of the (channel, provider) in ``keys``."""
-    channel = jobs["channel"].astype("string").eq(keys["channel"])
-    provider = jobs["provider_id"].astype("string").eq(keys["provider_id"])
+    channel = jobs["channel"].eq(keys["channel"])  # a category or a string: missing, not equal
+    provider = jobs["provider_id"].eq(keys["provider_id"])
     return (channel & provider).fillna(False).to_numpy()

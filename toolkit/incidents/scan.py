@@ -127,7 +127,9 @@ class Scan:
         trials = raw if self.weight is None else raw * self.weight[groups]
         k, n = _all_periods(events), _all_periods(trials)
         jobs = n if self.weight is None else _all_periods(raw)
-        crossed = _all_periods(used.astype("float64")) > 0
+        crossed = (
+            _all_periods(used.astype("float64")) > 0 if used.any() else np.zeros(k.shape, bool)
+        )
         if self.base is None:
             k_out = events.sum(1)[:, None, None] - k
             n_out = trials.sum(1)[:, None, None] - n
@@ -146,7 +148,8 @@ class Scan:
         tests = float(valid.sum())
         if not tests:
             return [], 0.0
-        score = np.where(valid, _llr(k, n, k_out, n_out, self.base is not None), -np.inf)
+        score = np.full(valid.shape, -np.inf)  # the ratio of the valid periods only
+        score[valid] = _llr(k[valid], n[valid], k_out[valid], n_out[valid], self.base is not None)
         flat = score.reshape(len(groups), -1)
         best = flat.argmax(1)
         picks = []
@@ -204,7 +207,9 @@ class CountScan:
             used = self.used[group]
             k, inside = _runs(np.where(used, 0, self.observed[group]))
             e = _runs(np.where(used, 0, self.expected[group]))[0]
-            crossed = (_runs(used.astype("float64"))[0] > 0) | ~inside
+            crossed = (
+                ~inside if not used.any() else (_runs(used.astype("float64"))[0] > 0) | ~inside
+            )
             v = _runs(np.where(used, 0, self.variance[0][group]))[0]
             v = v + self.variance[1][group] * e**2
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -219,9 +224,9 @@ class CountScan:
             if not valid.any():
                 continue
             tests += effective_tests(valid, np.arange(1, valid.shape[1] + 1)[None, :])
+            score, k_in, e_in = np.full(valid.shape, -np.inf), k[valid], e[valid]  # valid only
             with np.errstate(invalid="ignore", divide="ignore"):
-                score = (_xlogy(k, k / np.maximum(e, 1e-9)) - (k - e)) / phi
-            score = np.where(valid, score, -np.inf)
+                score[valid] = (_xlogy(k_in, k_in / np.maximum(e_in, 1e-9)) - (k_in - e_in)) / phi[valid]  # fmt: skip
             first, length = np.unravel_index(int(score.argmax()), score.shape)
             at = (first, length)
             p = count_p_value(k[at], e[at], phi[at], low=rule.low)

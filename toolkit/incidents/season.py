@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.errors import ParameterError
+from toolkit.incidents import tables
 
 #: The dimensions of a cell, and the groups volume is tested on (each a tuple of dimensions).
 CELL = ("channel", "provider_id", "workflow")
@@ -290,11 +291,12 @@ def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
 
 
 def _keys(*frames: pd.DataFrame) -> list[tuple]:
-    cells = pd.concat([frame[list(CELL)] for frame in frames]).drop_duplicates()
-    return sorted(
-        (tuple(None if pd.isna(v) else str(v) for v in row) for row in cells.itertuples(False)),
-        key=str,
-    )
+    return sorted(set().union(*(_cells(frame)[1] for frame in frames)), key=str)
+
+
+def _cells(counts: pd.DataFrame) -> tuple[np.ndarray, list[tuple]]:
+    """Each row's cell (a number) and the cells' values (None: missing)."""
+    return tables._codes(counts, CELL, np.ones(len(counts), dtype=bool))
 
 
 def _matrix(counts: pd.DataFrame, keys: list[tuple], hours: pd.DatetimeIndex) -> np.ndarray:
@@ -303,9 +305,8 @@ def _matrix(counts: pd.DataFrame, keys: list[tuple], hours: pd.DatetimeIndex) ->
     if counts.empty:
         return out
     number = {key: n for n, key in enumerate(keys)}
-    cells = [tuple(None if pd.isna(v) else str(v) for v in row)
-             for row in counts[list(CELL)].itertuples(False)]  # fmt: skip
-    cell = np.array([number[key] for key in cells])
+    of_row, cells = _cells(counts)
+    cell = np.array([number[key] for key in cells], dtype="int64")[of_row]
     bucket = pd.DatetimeIndex(counts["bucket"]).as_unit("ns").asi8
     hour = (bucket - hours.as_unit("ns").asi8[0]) // HOUR.value
     inside = (hour >= 0) & (hour < len(hours))

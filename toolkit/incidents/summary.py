@@ -75,9 +75,14 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, payloads: Callable[[list[st
     return frame
 
 
+#: The columns of the fetched jobs a record reads.
+_READ = ("job_id", "notification_id", "subscriber_id", "workflow", "error_code", "error_text",
+         "met_failure")  # fmt: skip
+
+
 def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
     """The row's record; its ``example_error`` the first job that failed with its code."""
-    hit = jobs.iloc[row["affected"]]
+    hit = jobs[list(_READ)].iloc[row["affected"]]
     keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
     code = keys.get("error_code") or (codes.mode().iloc[0] if len(codes) else None)

@@ -65,13 +65,14 @@ def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
 def event_end(table: pd.DataFrame, rows: int | np.ndarray) -> pd.Timestamp:
     """When the last of ``rows`` (positions) of a job table ended as an event: a row's last
     execution detail if it met a failure, else when it was sent, else its start (a
-    notification: its trigger)."""
-    some = table.iloc[np.atleast_1d(rows)]
-    if "met_failure" not in some:
-        return some["at"].max()
-    sent_at = some["at"] + pd.to_timedelta(some["time_to_send_s"], unit="s")
-    failure_end = some["ended_at"].where(some["met_failure"].to_numpy())
-    return failure_end.fillna(sent_at).fillna(some["at"]).max()
+    notification: its trigger). Only the columns read are taken, not the rows' whole width."""
+    some = np.atleast_1d(rows)
+    at = table["at"].iloc[some]
+    if "met_failure" not in table:
+        return at.max()
+    sent_at = at + pd.to_timedelta(table["time_to_send_s"].iloc[some], unit="s")
+    failure_end = table["ended_at"].iloc[some].where(table["met_failure"].iloc[some].to_numpy())
+    return failure_end.fillna(sent_at).fillna(at).max()
 
 
 def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:
