@@ -4,14 +4,15 @@ how much its failures vary beyond a binomial law.
 The history is the baseline's counts per hour (``baseline=`` an Activity) or the window's own
 buckets; each group's events (failed, failed with a code, slow jobs) and trials per bucket.
 
-*Profile.* With `season.MIN_WEEKS` whole weeks of history, each group's weeks are split into
+*Profile.* With `season.MIN_WEEKS` whole weeks of history, each group's buckets are split into
 slots of the day (its hours, or the window's buckets) and a group's rate *varies by hour* when
-its slots rank alike day after day (Friedman's rank test, days as blocks, at `PROFILE_ALPHA`
-over the groups tested): a night that always fails more, not one night's incident. Its expected
-rate at a slot is then the slot's pooled rate over the weeks but the one it was highest in (a
-week's incident is not the norm), with one pseudo-failure at the group's mean rate; the
-`Rates.weight` of a window's bucket is its slots' rate over the mean (1 on average over the
-history's trials). Otherwise (a shorter history, a flat rate) the weight is 1 and the rate flat.
+its slots' rates depart from its mean rate beyond its buckets' own spread around them (a
+quasi-likelihood F test, at `PROFILE_ALPHA` over the groups tested). The history's incidents are
+left out first: buckets in a tail of their law beyond `TAIL`, judged to start with against each
+slot's rate without its highest bucket. A slot's expected rate is then the pooled rate of its
+kept buckets, with one pseudo-failure at the group's mean rate; the `Rates.weight` of a window's
+bucket is its slots' rate over the mean (1 on average over the history's trials). Otherwise (a
+shorter history, a flat rate) the weight is 1 and the rate flat.
 
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
