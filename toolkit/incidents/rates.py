@@ -137,7 +137,8 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
         square = (events - expected) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             leverage = np.where(n[slot] > 0, trials / n[slot], 0.0)
-        new = max(1.0, float(square[kept].sum() / (expected * (1 - leverage))[kept].sum()))
+        spread = float((expected * (1 - leverage))[kept].sum())  # 0: one bucket per slot
+        new = max(1.0, float(square[kept].sum()) / spread) if spread > 0 else 1.0
         kept = sent & _likely(events, expected, new)
         if abs(new - phi) < 1e-3:
             break
