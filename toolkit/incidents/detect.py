@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit import counts as engine_counts
 from toolkit import metrics
@@ -82,7 +83,7 @@ def find_incidents(
     after: Any = None,
     before: Any = None,
     baseline: Any = None,
-    jobs: pd.DataFrame | None = None,
+    jobs: pd.DataFrame | pa.Table | None = None,
     kinds: list[str] | tuple[str, ...] | None = None,
     alpha: float = 0.01,
     min_jobs: int = 10,
@@ -106,8 +107,9 @@ def find_incidents(
         its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
         and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
         for failure rates, an Activity replaces the rest of the window.
-    jobs : DataFrame, optional
-        ``metrics.delivery_jobs(source)`` if already computed (an Activity only; not needed).
+    jobs : DataFrame or pyarrow.Table, optional
+        ``metrics.delivery_jobs(source)`` (or `toolkit.counts.Given`'s ``jobs``) if already
+        computed (an Activity only; not needed).
     kinds : list of str, optional
         Report only these `KINDS` (default all).
     alpha : float
