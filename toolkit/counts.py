@@ -482,8 +482,7 @@ def failures(
         execution detail); sorted by failed jobs (most first), first seen, error text.
     """
     arg.top(top, or_all=True)
-    if not isinstance(examples, int) or isinstance(examples, bool) or examples < 0:
-        raise ParameterError("examples", examples, "a whole number, 0 or more")
+    arg.count("examples", examples, 0)
     keys = ", ".join(FAILURE_KEYS)
     named = examples > 0 and (notifications is not None or not isinstance(data, pd.DataFrame))
     frames = {}
