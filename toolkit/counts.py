@@ -82,12 +82,17 @@ OUTCOME = (
 FACTS = ("triggered_at", "domain", "delivered_at", "failed_attempts")
 
 #: The jobs of the notifications created in ``[{low}, {high}]`` (epoch microseconds) with their
-#: `FACTS`, from the three tables (a job's subscriber and workflow are its notification's).
+#: `FACTS`, from the three tables (a job's subscriber and workflow are its notification's; an
+#: email job's domain is its recipient's, read once per distinct address).
 JOB_FACTS = """
 WITH selected AS (
   SELECT notification_id, created_at, subscriber_id, workflow_identifier, subscriber_email
   FROM notifications
   WHERE unix_micros(created_at) BETWEEN {low} AND {high}
+), domains AS (
+  SELECT subscriber_email,
+         NULLIF(regexp_extract(lower(trim(subscriber_email)), '@([^@ ]+)$', 1), '') AS domain
+  FROM (SELECT DISTINCT subscriber_email FROM selected) addresses
 ), steps AS (
   SELECT job_id,
          min(CASE WHEN CAST(status AS STRING) = 'Success' THEN created_at END) AS first_success_at,
@@ -100,13 +105,13 @@ WITH selected AS (
 SELECT j.job_id, j.notification_id, n.subscriber_id, n.workflow_identifier AS workflow, j.type,
        j.provider_id, j.first_execution_at, j.last_execution_at, j.final_status, j.error_code,
        j.error_text, j.duration_s, n.created_at AS triggered_at,
-       CASE WHEN CAST(j.type AS STRING) = 'email' THEN NULLIF(regexp_extract(
-         lower(trim(n.subscriber_email)), '@([^@ ]+)$', 1), '') END AS domain,
+       CASE WHEN CAST(j.type AS STRING) = 'email' THEN d.domain END AS domain,
        s.first_success_at AS delivered_at,
        CAST(coalesce(s.failed_attempts, 0) AS BIGINT) AS failed_attempts
 FROM jobs j
 JOIN selected n ON j.notification_id = n.notification_id
 LEFT JOIN steps s ON s.job_id = j.job_id
+LEFT JOIN domains d ON d.subscriber_email = n.subscriber_email
 """
 
 #: `JOB_FACTS` of a store whose jobs keep their facts: one table read, no join.
@@ -888,16 +893,23 @@ def scanned_job_rows(
     before=None,
     slow_above: pd.DataFrame,
     where: Sequence[dict[str, Any]],
+    among: tuple[str, Sequence[Any]] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.Table:
-    """The rows of `SCANNED_JOBS` matching any of ``where``, ordered by ``scan_at`` then job id:
-    each a dict of column values (None: missing), and optionally ``"at": (low, high)`` (a
-    half-open range of a time column, ``"column"``, default ``scan_at``; None: unbounded) and
-    ``"among": (column, values)``."""
+    """The ``columns`` (default all) of the rows of `SCANNED_JOBS` matching any of ``where``,
+    ordered by ``scan_at`` then job id: each a dict of column values (None: missing), and
+    optionally ``"at": (low, high)`` (a half-open range of a time column, ``"column"``, default
+    ``scan_at``; None: unbounded); with ``among``, ``(column, values)``, only the rows whose
+    ``column`` is one of ``values``."""
     with _window_of(source, after, before) as (rel, start, end):
         chosen = " OR ".join(f"({_condition(one)})" for one in _merged(where)) or "false"
+        if among is not None:
+            listed = ", ".join(_literal(value) for value in among[1])
+            chosen = f"({chosen}) AND {among[0]} IN ({listed})" if listed else "false"
         return rel.query(
             f"{_scanned(source, rel, start, end, slow_above)}"
-            f" SELECT * FROM scanned WHERE {chosen} ORDER BY scan_at, job_id"
+            f" SELECT {', '.join(columns or ['*'])} FROM scanned WHERE {chosen}"
+            " ORDER BY scan_at, job_id"
         )
 
 
@@ -1032,27 +1044,36 @@ class Given:
     ``notifications`` and ``execution_details`` may be lean: what those queries read)."""
 
     def __init__(self, activity: Any, jobs: pd.DataFrame | pa.Table | None = None):
+        from toolkit import engines
+
         self.activity, self.attrs = activity, dict(activity.attrs)
-        if jobs is None:
-            with _window_of(activity, None, None) as (rel, start, end):
-                jobs = rel.query(_delivery_jobs(start, end, rel))
-        self.jobs = jobs
         self._tables: dict[str, pa.Table] = {}
+        if jobs is None:  # the activity's tables converted once, for this query and the others
+            _activity_window(activity, None, None)
+            frames = {**self._frames(), "jobs": engines._arrow(activity.jobs)}
+            with engines.relations(None, frames=frames) as rel:
+                jobs = rel.query(_delivery_jobs(None, None, rel))
+        self.jobs = jobs
 
     def _bounds(self, after: Any, before: Any):
         if after is None and before is None:
             return None, None
         return _activity_window(self.activity, after, before)
 
+    def _frames(self) -> dict[str, pa.Table]:
+        from toolkit import engines
+
+        for name in ("notifications", "execution_details"):
+            if name not in self._tables:
+                self._tables[name] = engines._arrow(getattr(self.activity, name))
+        return self._tables
+
     def _relations(self, start: Any, end: Any):
         from toolkit import engines
 
-        for name, frame in (("notifications", self.activity.notifications),
-                            ("execution_details", self.activity.execution_details),
-                            ("given_jobs", self.jobs)):  # fmt: skip
-            if name not in self._tables:
-                self._tables[name] = engines._arrow(frame)
-        return engines.relations(None, frames=self._tables)
+        if "given_jobs" not in self._tables:
+            self._tables["given_jobs"] = engines._arrow(self.jobs)
+        return engines.relations(None, frames=self._frames())
 
 
 def _micros(at: pd.Timestamp | None, default: int) -> int:
@@ -1191,10 +1212,6 @@ def _condition(one: dict[str, Any]) -> str:
                 parts.append(f"unix_micros({column}) >= {_micros(low, 0)}")
             if high is not None:
                 parts.append(f"unix_micros({column}) < {_micros(high, 0)}")
-        elif name == "among":
-            column, values = value
-            listed = ", ".join(_literal(v) for v in values)
-            parts.append(f"{column} IN ({listed})" if listed else "false")
         elif name != "column":
             is_missing = value is None or value is pd.NA
             parts.append(f"{name} IS NULL" if is_missing else f"{name} = {_literal(value)}")

@@ -75,6 +75,8 @@ PRECEDENCE = (
 )
 #: How much history a Store baseline is asked for (weeks before the window).
 HISTORY = pd.Timedelta(days=28)
+#: The columns of the jobs fetched to see whether an error row's subscribers succeed again.
+AGAIN = ("job_id", "channel", "provider_id", "subscriber_id", "scan_at", "met_failure")
 
 
 def find_incidents(
@@ -467,9 +469,9 @@ class _Found:
         high = None if pick.stop >= grid.count - 1 else grid.start + (pick.stop + 1) * grid.step
         return low, high
 
-    def _rows(self, where: list[dict]) -> pd.DataFrame:
+    def _rows(self, where: list[dict], **only) -> pd.DataFrame:
         rows = engine_counts.scanned_job_rows(
-            self.source, **self.window, slow_above=self.slow_above, where=where
+            self.source, **self.window, slow_above=self.slow_above, where=where, **only
         )
         return _job_frame(rows)
 
@@ -620,7 +622,8 @@ class _Found:
 
     def sent_again(self, rows: list[dict]) -> None:
         """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
-        hit from its start on (``row["again"]``): whether they succeed again."""
+        hit from its start on (``row["again"]``, `AGAIN`): whether they succeed again. One
+        query: each pair's jobs from its rows' earliest start, to any subscriber the rows hit."""
         rows = [row for row in rows if row["scan"] == "code"]
         hit = [self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique() for row in rows]
         pairs: dict[tuple, dict] = {}  # one condition per pair: the rows' earliest start, all hit
@@ -631,9 +634,10 @@ class _Found:
             one["people"].update(people)
         if not pairs:
             return
-        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (one["start"], None),
-                               "among": ("subscriber_id", sorted(one["people"]))}
-                              for (channel, provider), one in pairs.items()])  # fmt: skip
+        people = sorted(set().union(*(one["people"] for one in pairs.values())))
+        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (one["start"], None)}
+                              for (channel, provider), one in pairs.items()],
+                             among=("subscriber_id", people), columns=AGAIN)  # fmt: skip
         for row, people in zip(rows, hit, strict=True):
             mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
             row["again"] = fetched[mine & fetched["subscriber_id"].isin(people).to_numpy()]
@@ -668,14 +672,15 @@ def _population(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]
 
 
 def _job_frame(rows) -> pd.DataFrame:
-    """Fetched `toolkit.counts.SCANNED_JOBS` rows as a frame with the delivery jobs' dtypes."""
+    """Fetched `toolkit.counts.SCANNED_JOBS` rows (all their columns or some) as a frame with
+    the delivery jobs' dtypes."""
     frame = rows.to_pandas()
     dtypes = {name: dtype for name, dtype in metrics._JOB_COLUMNS.items() if name in frame}
     frame = frame.astype(dtypes)
     frame["at"] = pd.to_datetime(frame.pop("scan_at"), utc=True).astype("datetime64[ns, UTC]")
-    frame["time_to_send_s"] = frame["time_to_send_s"].astype("float64")
     for name in ("met_failure", "tried", "retried", "attempted", "slow"):
-        frame[name] = frame[name].astype(bool)
+        if name in frame:
+            frame[name] = frame[name].astype(bool)
     return frame
 
 

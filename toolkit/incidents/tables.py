@@ -67,12 +67,15 @@ def event_end(table: pd.DataFrame, rows: int | np.ndarray) -> pd.Timestamp:
     execution detail if it met a failure, else when it was sent, else its start (a
     notification: its trigger). Only the columns read are taken, not the rows' whole width."""
     some = np.atleast_1d(rows)
-    at = table["at"].iloc[some]
     if "met_failure" not in table:
-        return at.max()
-    sent_at = at + pd.to_timedelta(table["time_to_send_s"].iloc[some], unit="s")
-    failure_end = table["ended_at"].iloc[some].where(table["met_failure"].iloc[some].to_numpy())
-    return failure_end.fillna(sent_at).fillna(at).max()
+        return table["at"].iloc[some].max()
+    at, ended = table["at"].array.asi8[some], table["ended_at"].array.asi8[some]
+    took = pd.to_timedelta(table["time_to_send_s"].to_numpy("float64")[some], unit="s").asi8
+    missing = np.iinfo("int64").min  # NaT
+    sent_at = np.where((took != missing) & (at != missing), at + took, at)
+    end = np.where(table["met_failure"].to_numpy(bool)[some] & (ended != missing), ended, sent_at)
+    end = end[end != missing]
+    return pd.Timestamp(end.max(), tz="UTC") if len(end) else pd.NaT
 
 
 def notification_table(notifications: pd.DataFrame, grid: Grid) -> pd.DataFrame:
