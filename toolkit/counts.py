@@ -837,10 +837,11 @@ def scan_counts(
     if quantile is None:
         thresholds = pd.DataFrame(known, columns=[*pair, "slow_above"])
     else:  # each (pair, bin)'s values, sorted: the ranks' values
-        values = {}
-        for (channel, provider, bin_), rows in timed.groupby([*pair, "near_bin"], sort=False):
-            weights = rows.groupby("v")["sent"].sum().sort_index()
-            values[(0, (channel, provider), int(bin_))] = np.repeat(weights.index.to_numpy("float64"), weights.to_numpy("int64"))  # fmt: skip
+        weights = timed.groupby([*pair, "near_bin", "v"])["sent"].sum().reset_index()  # by v
+        v, sent = weights["v"].to_numpy("float64"), weights["sent"].to_numpy("int64")
+        values = {(0, (channel, provider), int(bin_)): np.repeat(v[rows], sent[rows])
+                  for (channel, provider, bin_), rows
+                  in weights.groupby([*pair, "near_bin"], sort=False).indices.items()}  # fmt: skip
         thresholds = read([pair], {"slow_above": quantile}, wanted, fractions, values)[0]
     at = dict(zip(zip(thresholds["channel"], thresholds["provider_id"], strict=True), thresholds["slow_above"], strict=True))  # fmt: skip
     limit = np.array([at.get(key, np.inf) for key in zip(timed["channel"], timed["provider_id"], strict=True)], dtype="float64")  # fmt: skip

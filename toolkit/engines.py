@@ -124,13 +124,12 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
 
     with _database(os.getpid()).cursor() as con:  # a cursor: its registrations are its own
         con.execute("SET TimeZone = 'UTC'")
-        for name, frame in frames.items():
-            con.register(name, frame if isinstance(frame, pa.Table) else _arrow(frame))
+        pending = dict(frames)  # registered (converted) when a query names them
         for table in TABLES if activity is not None or files is not None else ():
             if files is None:
                 frame = getattr(activity, table, None)
                 if frame is not None:
-                    con.register(table, _arrow(frame))
+                    pending[table] = frame
             elif files[table]:
                 listed = ", ".join(f"'{_quoted(path)}'" for path in files[table])
                 only = ""
@@ -144,6 +143,9 @@ def _duckdb(activity: Any, files: dict[str, Sequence[str]] | None, chosen: pa.Ta
                 con.register(table, layout.arrow_schema(table).empty_table())
 
         def run(sql: str) -> pa.Table:
+            for name in [name for name in pending if name in sql]:
+                frame = pending.pop(name)
+                con.register(name, frame if isinstance(frame, pa.Table) else _arrow(frame))
             try:
                 return con.sql(sql).to_arrow_table()
             except (duckdb.IOException, duckdb.InvalidInputException) as error:

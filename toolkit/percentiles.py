@@ -80,16 +80,18 @@ def ranks(
     fractions = {}
     for number, grouping in enumerate(sets):
         for group, rows in _groups(hist, list(grouping)):
-            counts = rows.groupby("bin")["c"].sum().sort_index()
+            bins, at_bin = np.unique(rows["bin"].to_numpy(), return_inverse=True)
+            counts = np.zeros(len(bins), dtype="int64")  # each bin's count, by bin
+            np.add.at(counts, at_bin, rows["c"].to_numpy("int64"))
             if not len(counts):  # nothing timed at all
                 continue
-            before = counts.cumsum().to_numpy() - counts.to_numpy()
+            before = counts.cumsum() - counts
             for name, q in quantiles.items():
                 h = q * (int(counts.sum()) - 1)
                 fractions[(number, group, name)] = h - math.floor(h)
                 for end, rank in (("low", math.floor(h)), ("high", math.ceil(h))):
                     at = int(np.searchsorted(before, rank, side="right")) - 1
-                    wanted.append((number, group, name, rank - int(before[at]), int(counts.index[at]), end))  # fmt: skip
+                    wanted.append((number, group, name, rank - int(before[at]), int(bins[at]), end))  # fmt: skip
     return wanted, fractions
 
 
