@@ -21,7 +21,7 @@ threshold gave rows on quiet data in the accuracy sweep (a failure and a volume 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 from scipy.special import betainc, gammainc, gammaincc
@@ -127,15 +127,21 @@ class Scan:
         trials = raw if self.weight is None else raw * self.weight[groups]
         k, n = _all_periods(events), _all_periods(trials)
         jobs = n if self.weight is None else _all_periods(raw)
-        crossed = (
-            _all_periods(used.astype("float64")) > 0 if used.any() else np.zeros(k.shape, bool)
-        )
+        # the periods with the jobs (and events) a valid one needs, none crossing a marked
+        # bucket: the rest of the tests reads those only
+        kept = jobs >= rule.min_trials
+        if not rule.low:
+            kept &= k >= rule.min_events
+        if used.any():
+            kept &= _all_periods(used.astype("float64")) <= 0
+        at = np.flatnonzero(kept)
+        row = at // k[0].size
+        k, n, jobs = k.ravel()[at], n.ravel()[at], jobs.ravel()[at]
         if self.base is None:
-            k_out = events.sum(1)[:, None, None] - k
-            n_out = trials.sum(1)[:, None, None] - n
+            k_out = events.sum(1)[row] - k
+            n_out = trials.sum(1)[row] - n
         else:
-            k_out = np.broadcast_to(self.base[0][groups][:, None, None], k.shape)
-            n_out = np.broadcast_to(self.base[1][groups][:, None, None], k.shape)
+            k_out, n_out = self.base[0][groups][row], self.base[1][groups][row]
         enough_base = n_out >= rule.min_trials
         with np.errstate(invalid="ignore", divide="ignore"):
             base_rate = (k_out + PSEUDO_EVENTS) / (n_out + PSEUDO_TRIALS)
@@ -143,30 +149,29 @@ class Scan:
             if rule.low:
                 evident = (n * base_rate >= rule.min_events) & (rate * rule.min_ratio <= base_rate)
             else:
-                evident = (k >= rule.min_events) & (rate >= rule.min_ratio * base_rate)
-        valid = evident & (jobs >= rule.min_trials) & enough_base & ~crossed
-        tests = float(valid.sum())
+                evident = rate >= rule.min_ratio * base_rate
+        valid = np.flatnonzero(evident & enough_base)
+        tests = float(len(valid))
         if not tests:
             return [], 0.0
-        score = np.full(valid.shape, -np.inf)  # the ratio of the valid periods only
-        score[valid] = _llr(k[valid], n[valid], k_out[valid], n_out[valid], self.base is not None)
-        flat = score.reshape(len(groups), -1)
-        best = flat.argmax(1)
-        picks = []
-        for row, index in enumerate(best):
-            if not np.isfinite(flat[row, index]):
+        score = _llr(k[valid], n[valid], k_out[valid], n_out[valid], self.base is not None)
+        picks, side = [], events.shape[1] + 1
+        for one in np.unique(row[valid]):  # each group's first best valid period
+            mine = np.flatnonzero(row[valid] == one)
+            top = mine[score[mine].argmax()]
+            if not np.isfinite(score[top]):
                 continue
-            first, stop = np.unravel_index(index, score.shape[1:])
-            at, phi = (row, first, stop), self.dispersion[groups[row]]
-            p = p_value(k[at] / phi, n[at], k_out[at] / phi, n_out[at], low=rule.low)
+            best, phi = valid[top], self.dispersion[groups[one]]
+            first, stop = divmod(int(at[best]) % side**2, side)
+            p = p_value(k[best] / phi, n[best], k_out[best] / phi, n_out[best], low=rule.low)
             picks.append(
                 Pick(
-                    int(groups[row]),
-                    int(first),
-                    int(stop),
-                    int(k[at]),
-                    int(jobs[at]),
-                    float(base_rate[at] * n[at] / jobs[at]),
+                    int(groups[one]),
+                    first,
+                    stop,
+                    int(k[best]),
+                    int(jobs[best]),
+                    float(base_rate[best] * n[best] / jobs[best]),
                     p,
                 )  # fmt: skip
             )
@@ -182,7 +187,8 @@ class CountScan:
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
-    the group's busiest expected traffic (too many)."""
+    the group's busiest expected traffic (too many). `count_scans` makes the scans of several
+    rules of the same counts at once."""
 
     observed: np.ndarray
     expected: np.ndarray
@@ -190,11 +196,13 @@ class CountScan:
     evidence: Evidence
     tests: float = 0.0
     used: np.ndarray = field(init=False)
+    first: InitVar[bool] = True  # its first round now (else `count_scans` sets it)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, first: bool) -> None:
         self.used = np.zeros(self.observed.shape, dtype=bool)
-        self._first = self._best(np.arange(len(self.observed)))
-        self.tests = self._first[1]
+        if first:
+            self._first = self._best(np.arange(len(self.observed)))
+            self.tests = self._first[1]
 
     first_round, next_round, mark = Scan.first_round, Scan.next_round, Scan.mark
 
@@ -202,37 +210,62 @@ class CountScan:
         return self._best(groups)
 
     def _best(self, groups: np.ndarray) -> tuple[list[Pick], float]:
-        rule, picks, tests = self.evidence, [], 0.0
+        picks, tests = [], 0.0
         for group in groups:  # one group at a time: starts x lengths cells
-            used = self.used[group]
-            k, inside = _runs(np.where(used, 0, self.observed[group]))
-            e = _runs(np.where(used, 0, self.expected[group]))[0]
-            crossed = (
-                ~inside if not used.any() else (_runs(used.astype("float64"))[0] > 0) | ~inside
-            )
-            v = _runs(np.where(used, 0, self.variance[0][group]))[0]
-            v = v + self.variance[1][group] * e**2
-            with np.errstate(invalid="ignore", divide="ignore"):
-                phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
-            if rule.low:
-                evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
-                evident &= e - k >= rule.min_events
-            else:  # more than two hours of the group's busiest traffic, and than its bursts
-                more = np.maximum(2 * float(self.expected[group].max()), rule.min_trials * phi)
-                evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
-            valid = evident & ~crossed
-            if not valid.any():
-                continue
-            tests += effective_tests(valid, np.arange(1, valid.shape[1] + 1)[None, :])
-            score, k_in, e_in = np.full(valid.shape, -np.inf), k[valid], e[valid]  # valid only
-            with np.errstate(invalid="ignore", divide="ignore"):
-                score[valid] = (_xlogy(k_in, k_in / np.maximum(e_in, 1e-9)) - (k_in - e_in)) / phi[valid]  # fmt: skip
-            first, length = np.unravel_index(int(score.argmax()), score.shape)
-            at = (first, length)
-            p = count_p_value(k[at], e[at], phi[at], low=rule.low)
-            picks.append(Pick(int(group), int(first), int(first + length + 1), int(round(k[at])),
-                              0, 0.0, p, float(e[at])))  # fmt: skip
+            pick, counted = self._pick(group, *self._runs(group))
+            picks += [pick] if pick is not None else []
+            tests += counted
         return picks, tests
+
+    def _runs(self, group: int) -> tuple[np.ndarray, ...]:
+        """The group's observed and expected counts, dispersion and crossing of a marked
+        bucket, of each run (starts x lengths)."""
+        used = self.used[group]
+        k, inside = _runs(np.where(used, 0, self.observed[group]))
+        e = _runs(np.where(used, 0, self.expected[group]))[0]
+        crossed = ~inside if not used.any() else (_runs(used.astype("float64"))[0] > 0) | ~inside
+        v = _runs(np.where(used, 0, self.variance[0][group]))[0]
+        v = v + self.variance[1][group] * e**2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
+        return k, e, phi, crossed
+
+    def _pick(self, group: int, k, e, phi, crossed) -> tuple[Pick | None, float]:
+        """The group's best run of `_runs` and the tests its valid runs count."""
+        rule = self.evidence
+        if rule.low:
+            evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
+            evident &= e - k >= rule.min_events
+        else:  # more than two hours of the group's busiest traffic, and than its bursts
+            more = np.maximum(2 * float(self.expected[group].max()), rule.min_trials * phi)
+            evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
+        valid = evident & ~crossed
+        if not valid.any():
+            return None, 0.0
+        tests = effective_tests(valid, np.arange(1, valid.shape[1] + 1)[None, :])
+        score, k_in, e_in = np.full(valid.shape, -np.inf), k[valid], e[valid]  # valid only
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score[valid] = (_xlogy(k_in, k_in / np.maximum(e_in, 1e-9)) - (k_in - e_in)) / phi[valid]  # fmt: skip
+        first, length = np.unravel_index(int(score.argmax()), score.shape)
+        at = (first, length)
+        p = count_p_value(k[at], e[at], phi[at], low=rule.low)
+        return Pick(int(group), int(first), int(first + length + 1), int(round(k[at])), 0, 0.0,
+                    p, float(e[at])), tests  # fmt: skip
+
+
+def count_scans(observed, expected, variance, rules: list[Evidence]) -> list[CountScan]:
+    """A `CountScan` of the same counts under each of ``rules`` (too few, too many): their
+    first rounds (nothing marked yet) read each group's runs once."""
+    scans = [CountScan(observed, expected, variance, rule, first=False) for rule in rules]
+    found = [([], 0.0) for _ in rules]
+    for group in range(len(observed)):
+        runs = scans[0]._runs(group)
+        for n, scan in enumerate(scans):
+            pick, tests = scan._pick(group, *runs)
+            found[n] = (found[n][0] + ([pick] if pick is not None else []), found[n][1] + tests)
+    for scan, first in zip(scans, found, strict=True):
+        scan._first, scan.tests = first, first[1]
+    return scans
 
 
 def _runs(values: np.ndarray, longest: int = LONGEST) -> tuple[np.ndarray, np.ndarray]:
@@ -307,10 +340,10 @@ def _last_argmin(values: np.ndarray) -> np.ndarray:
 
 
 def _all_periods(counts: np.ndarray) -> np.ndarray:
-    """``[g, i, j]`` = sum of ``counts[g, i:j]`` (0 where ``j <= i``)."""
+    """``[g, i, j]`` = sum of ``counts[g, i:j]`` where ``i < j``; where ``j <= i`` (no period)
+    at most 0 for counts at least 0 (a period needs jobs: never valid)."""
     cumulative = np.concatenate([np.zeros((len(counts), 1)), np.cumsum(counts, 1)], axis=1)
-    sums = cumulative[:, None, :] - cumulative[:, :, None]
-    return sums * np.triu(np.ones(sums.shape[1:], dtype=bool), 1)
+    return cumulative[:, None, :] - cumulative[:, :, None]
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import CountScan, Evidence, _runs
+from toolkit.incidents.scan import Evidence, _runs, count_scans
 from toolkit.incidents.season import HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -35,9 +35,11 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
     out = {}
     for level in LEVELS:
         keys, observed, expected, variance, cells = season.groups(level)
-        for low in (True, False):
-            evidence = Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low)
-            scan = CountScan(observed, expected, variance, evidence)
+        lows = (True, False)
+        rules = [
+            Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low) for low in lows
+        ]
+        for low, scan in zip(lows, count_scans(observed, expected, variance, rules), strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
 
