@@ -964,8 +964,9 @@ def group_counts(
     names = ["workflow", *(column.rsplit(" AS ", 1)[1] for column in columns)]
     frame = pd.concat(days, ignore_index=True) if days else pd.DataFrame(columns=names)
     frame["workflow"] = frame["workflow"].astype("string")
-    added = {name: "min" if name.startswith("first_") else "max" if name.startswith("last_") else "sum" for name in frame.columns[1:]}  # fmt: skip
-    frame = frame.groupby("workflow", dropna=False, sort=False).agg(added).reset_index()
+    if len(days) != 1:  # a store's days added up (one query: a row per workflow already)
+        added = {name: "min" if name.startswith("first_") else "max" if name.startswith("last_") else "sum" for name in frame.columns[1:]}  # fmt: skip
+        frame = frame.groupby("workflow", dropna=False, sort=False).agg(added).reset_index()
     for n in range(len(groups)):
         for name in (f"jobs_{n}", f"notifications_{n}", f"period_{n}"):
             frame[name] = frame[name].astype("int64")

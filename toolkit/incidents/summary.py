@@ -60,7 +60,8 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, payloads: Callable[[list[st
                checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
     """The incidents frame of the kept candidate ``rows`` (positions in the fetched ``jobs``),
     sorted by impact; ``payloads(job_ids)`` gives jobs' last failed attempts' raw payloads."""
-    records = [_record(row, jobs) for row in rows]
+    read = jobs[list(_READ)]  # the columns a record reads, taken once
+    records = [_record(row, read) for row in rows]
     failures = [record["example_error"] for record in records]
     raw = payloads([failure["job_id"] for failure in failures if failure is not None])
     for record, failure in zip(records, failures, strict=True):
@@ -81,8 +82,9 @@ _READ = ("job_id", "notification_id", "subscriber_id", "workflow", "error_code",
 
 
 def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
-    """The row's record; its ``example_error`` the first job that failed with its code."""
-    hit = jobs[list(_READ)].iloc[row["affected"]]
+    """The row's record (``jobs``: the fetched jobs' `_READ` columns); its ``example_error``
+    the first job that failed with its code."""
+    hit = jobs.iloc[row["affected"]]
     keys, kind = row["keys"], row["kind"]
     codes = hit["error_code"].dropna()
     code = keys.get("error_code") or (codes.mode().iloc[0] if len(codes) else None)
