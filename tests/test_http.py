@@ -229,6 +229,28 @@ def test_pacer_spreads_requests_once_the_bucket_is_empty():
     assert slept == pytest.approx([0.1, 0.1, 0.1, 0.1])
 
 
+def test_a_shared_pacer_takes_its_part_of_each_bucket():
+    now = [0.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    pacer = Pacer(sleep=sleep, margin=2, clock=lambda: now[0])
+    headers = {"RateLimit-Limit": "10", "RateLimit-Remaining": "3", "RateLimit-Policy": "10;w=1"}
+    pacer.observe("global", headers)
+    with pacer.shared(2):  # half of the 3 tokens left and of the 10 a second
+        pacer.observe("global", headers)
+        for _ in range(4):
+            pacer.wait("global")
+    assert slept == pytest.approx([0.3, 0.2, 0.2, 0.2])  # then one request every 1/5 s
+    slept.clear()
+    for _ in range(4):  # the whole rate again: what the last wait reserved, then 1/10 s apart
+        pacer.wait("global")
+    assert slept == pytest.approx([0.1, 0.1])
+
+
 def test_categories_follow_the_service():
     assert category_of("/v1/notifications") == "global"
     assert category_of("/v1/integrations/abc") == "global"

@@ -11,6 +11,7 @@ import signal
 from datetime import UTC, datetime
 
 import pytest
+import requests
 from conftest import NOW, wait_for
 
 from toolkit._fork import Forked
@@ -71,6 +72,24 @@ def test_a_previous_period_beyond_retention_is_reported_as_not_available(sandbox
     moving = re.compile(r"the earliest readable instant is [^)]+")  # the sandbox's clock runs
     html = [moving.sub("", report.path.read_text(encoding="utf-8")) for report in (in_thread, in_process)]  # fmt: skip
     assert html[1] == html[0]
+
+
+def test_the_child_and_this_process_share_the_rate_limits(tmp_path):
+    """What the command does: while the child reads, each process paces at half the limits."""
+    with SandboxProcess("--now", NOW, "--notifications", "2000", "--subscribers", "200") as child:
+        faults = f"{child.url}/_sandbox/faults"
+        limit = {"rate_limit": {"global_rps": 20, "window": 1, "burst": 1}}
+        requests.post(faults, json=limit, timeout=30).raise_for_status()
+        client = connect(sandbox=child, progress=False)
+        read, source, filters = _client_read(client, False, {})
+        until = _until(client)
+        with client.transport.pacer.shared(2):
+            report = report_window(read, now=until, since="7d", until=until,
+                                   out=tmp_path / "r.html", concurrent="process")  # fmt: skip
+        stats = requests.post(faults, json={}, timeout=30).json()["stats"]
+    assert report.previous is not None
+    assert stats["requests"] > 40  # more than the bucket holds: both processes were paced
+    assert stats["rate_limited"] == 0
 
 
 def _window_or_else(end, window_read, earlier_read):
