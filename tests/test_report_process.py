@@ -92,6 +92,15 @@ def test_the_child_and_this_process_share_the_rate_limits(tmp_path):
     assert stats["rate_limited"] == 0
 
 
+@pytest.mark.parametrize("how", ["thread", "fork", 1, None])
+def test_an_unknown_way_is_refused_before_anything_is_read(how, tmp_path):
+    reads = []
+    with pytest.raises(ParameterError, match=r"concurrent=.* is not allowed: True, False or"):
+        report_window(lambda *window: reads.append(window), now=GENERATED_AT,
+                      out=tmp_path / "r.html", concurrent=how)  # fmt: skip
+    assert reads == []
+
+
 def _window_or_else(end, window_read, earlier_read):
     """A read that reads the window (up to ``end``) with ``window_read``, anything earlier with
     the other."""

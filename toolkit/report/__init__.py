@@ -300,6 +300,8 @@ def report_window(
         `toolkit._fork`).
     """
     out, top = check_out(out), arg.top(top)
+    if not (isinstance(concurrent, bool) or concurrent == "process"):
+        raise ParameterError("concurrent", concurrent, 'True, False or "process"')
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
     if concurrent == "process":  # only the previous period's headline and counts cross back
