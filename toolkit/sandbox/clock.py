@@ -47,11 +47,8 @@ class Clock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
-        return self.start + timedelta(seconds=self.elapsed())
-
-    def elapsed(self) -> float:
-        """Seconds of this clock since ``start``."""
-        return (self._timer() - self._origin) * self.speed + self._advanced
+        elapsed = (self._timer() - self._origin) * self.speed + self._advanced
+        return self.start + timedelta(seconds=elapsed)
 
     def advance(self, seconds: float) -> None:
         """Move the clock ``seconds`` (>= 0) forward at once."""
