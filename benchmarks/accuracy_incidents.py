@@ -10,7 +10,8 @@ weeks). A planted incident (at least `MIN_HITS` notifications in the window) is 
 has its kind, its provider (or workflow, channel, domain) and a window overlapping it; its impact
 error is the row's notifications against the planted count. The campaign (a ``volume_spike``
 row) and the failover (a ``traffic_shift`` row naming the provider it left) are tolerated, not
-required. Every other row is extra. The quiet sets must give no row at all.
+required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
+extra row and impact more than 20% off, then the totals per planted kind and per window length.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--sandbox]
 
@@ -156,7 +157,9 @@ def shaped_sweep(seeds, clocks, windows) -> None:
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length."""
     found_of: dict[str, list] = {}
+    by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
+    extra_days: dict[int, int] = dict.fromkeys(windows, 0)
     quiet_rows: dict[int, int] = dict.fromkeys(windows, 0)
     took = []
     for seed in seeds:
@@ -197,6 +200,10 @@ def shaped_sweep(seeds, clocks, windows) -> None:
                                 rows.loc[hits[0], "notifications"] / incident["notifications"] - 1
                             )
                         found_of.setdefault(incident["kind"], []).append(impact)
+                        by_days[days].append((incident["kind"], impact))
+                        if impact is not None and abs(impact) > 0.2:
+                            print(f"{label}: impact {impact:+.0%} {incident['kind']} "
+                                  f"{rows.loc[hits[0], 'summary']}")  # fmt: skip
                         if not hits:
                             print(f"{label}: missed {incident['kind']} "
                                   f"{incident['provider_id'] or incident['domain'] or incident['workflow'] or incident['channel']} "
@@ -204,6 +211,7 @@ def shaped_sweep(seeds, clocks, windows) -> None:
                                   f"({incident['notifications']} notifications)")  # fmt: skip
                     for i in rows.index.difference(list(used)):
                         extra_of[rows.loc[i, "kind"]] = extra_of.get(rows.loc[i, "kind"], 0) + 1
+                        extra_days[days] += 1
                         print(f"{label}: extra  {rows.loc[i, 'summary']}")
     print()
     print(f"{'planted kind':22} found  missed  impact within 20%  median |impact error|")
@@ -213,6 +221,19 @@ def shaped_sweep(seeds, clocks, windows) -> None:
         median = f"{pd.Series(hit).median():.0%}" if hit else "-"
         print(
             f"{kind:22} {len(hit):5}  {len(impacts) - len(hit):6}  {within:5}/{len(hit):<11}  {median}"
+        )
+    print()
+    print(
+        f"{'window':8} found  missed  impact within 20%  extra  quiet rows  (volume_drop: found/missed/within 20%)"
+    )
+    for days, impacts in by_days.items():
+        hit = [abs(i) for _, i in impacts if i is not None]
+        drops = [i for kind, i in impacts if kind == "volume_drop"]
+        drop_hit = [abs(i) for i in drops if i is not None]
+        print(
+            f"{days:>4} d   {len(hit):5}  {len(impacts) - len(hit):6}  "
+            f"{sum(i <= 0.2 for i in hit):5}/{len(hit):<11}  {extra_days[days]:5}  {quiet_rows[days]:10}  "
+            f"({len(drop_hit)}/{len(drops) - len(drop_hit)}/{sum(i <= 0.2 for i in drop_hit)})"
         )
     print(
         f"extra rows by kind: {dict(sorted(extra_of.items())) or 'none'} "

@@ -10,7 +10,9 @@ Run: ``.venv/bin/python tools/execute_notebooks.py notebooks/01_quickstart.ipynb
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -44,7 +46,19 @@ def execute(path: Path) -> None:
 def static(figure: dict) -> str:
     """The figure as SVG text, at the size the notebook shows it."""
     figure = pio.from_json(pio.to_json(figure), skip_invalid=True)
-    return pio.to_image(figure, format="svg", width=900, height=450).decode()
+    return stable_ids(pio.to_image(figure, format="svg", width=900, height=450).decode())
+
+
+def stable_ids(svg: str) -> str:
+    """``svg`` with plotly's random id (``defs-1a2b3c``, ``clip1a2b3cxy``, ``legend1a2b3c``)
+    replaced by one drawn from the drawing itself: a re-run that draws the same figure writes the
+    same text, and two figures on one page still have ids of their own."""
+    found = re.search(r'id="defs-([0-9a-f]{6})"', svg)
+    if found is None:
+        return svg
+    named = re.compile(f"(clip|defs-|legend){found.group(1)}")
+    uid = hashlib.sha1(named.sub(r"\1", svg).encode()).hexdigest()[:6]
+    return named.sub(rf"\g<1>{uid}", svg)
 
 
 if __name__ == "__main__":
