@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
+from tests.conftest import wait_for
 from tests.stub_service import Stub, page, record, send
 from toolkit._http import Transport
 from toolkit.client import Client
@@ -499,7 +500,8 @@ def test_close_returns_within_its_bound_with_a_stalled_webhook_and_start_after_c
     hook = Webhook(slow.url + "/hook", retries=0, timeout=60)
     hook.send(ALERT)
     hook.send(ALERT)
-    assert hook.close(timeout=0.2) is False  # given up, not waited for
+    wait_for(lambda: slow.requests)  # the first POST is under way, stalled
+    assert hook.close(timeout=0) is False  # given up, not waited for
     fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
     hook._url = fast.url + "/hook"  # the same Webhook, used again after close
     hook.send(ALERT)
@@ -567,7 +569,8 @@ def test_monitor_close_is_bounded_and_start_after_close_polls_and_delivers_again
     monitor = Monitor(client, charts=[], since="10m", sleep=sleep, webhook_url=slow.url + "/hook")
     monitor._alerts.webhook.timeout = 60
     monitor._alerts.webhook.send(ALERT)
-    assert monitor.close(timeout=0.2) is False  # returned, the stalled POST given up
+    wait_for(lambda: slow.requests)  # the POST is under way, stalled
+    assert monitor.close(timeout=0) is False  # returned, the stalled POST given up
     fast = stubs(lambda request, handler: send(handler, 200, {"ok": True}))
     monitor._alerts.webhook._url = fast.url + "/hook"
     monitor.start()

@@ -1,7 +1,8 @@
 """The transport over real HTTP: retries, waits, the max_wait cap, idempotency keys, pacing, logs.
 
 Faults are injected by the sandbox itself; waits go through an injected ``sleep`` that records
-them instead of waiting, except in the pacing test, which must wait for real.
+them instead of waiting (in the pacing test, it also moves the clock of the sandbox's rate
+limiter and of the client's pacer).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import socket
-import time
+import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -170,19 +171,43 @@ def test_the_same_idempotency_key_twice_creates_one_integration(fresh_sandbox, w
     assert _integrations(fresh_sandbox) == before + 1
 
 
-def test_pacing_keeps_a_concurrent_read_under_the_rate_limit(sandbox, faults):
-    # A bucket of 20 tokens refilling at 20/s: 100 pages need about 4 s of waiting, and the
-    # pacer spreads them over it (its sleep is the real one: the sandbox's bucket is real).
+class SharedTime:
+    """Seconds that pass only when a thread sleeps, shared by concurrent threads: a sleep ends
+    at the sleeping thread's last reading of the clock plus the wait, and the clock moves there
+    unless another thread's sleep took it further (sleeps that overlap in real time overlap
+    here too: they do not add up)."""
+
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+        self._lock = threading.Lock()
+        self._read = threading.local()
+
+    def clock(self):
+        with self._lock:
+            self._read.at = self.now
+            return self.now
+
+    def sleep(self, seconds):
+        with self._lock:
+            self.slept.append(seconds)
+            self.now = max(self.now, getattr(self._read, "at", self.now) + seconds)
+
+
+def test_pacing_keeps_a_concurrent_read_under_the_rate_limit(sandbox, faults, monkeypatch):
+    # A bucket of 20 tokens refilling at 20/s: 100 pages need 4 s of refill, and the pacer
+    # spreads them over it. The sandbox's bucket and the client's pacer read the test's clock,
+    # which moves only when the client waits.
+    shared = SharedTime()
     faults.rate_limit(global_rps=20, window=1, burst=1)
-    slept = []
-    client = Client.from_sandbox(
-        sandbox, progress=False, workers=8, sleep=lambda s: slept.append(s) or time.sleep(s)
-    )
+    monkeypatch.setattr(faults, "timer", shared.clock)
+    client = Client.from_sandbox(sandbox, progress=False, workers=8, sleep=shared.sleep)
+    client.transport.pacer = Pacer(sleep=shared.sleep, clock=shared.clock)
     rows = client.list_activity(page_size=10, limit=1000)
     assert len(rows) == 1000
     assert faults.stats["rate_limited"] == 0
     assert faults.stats["requests"] == 100
-    assert slept and all(wait > 0 for wait in slept)  # it waited, paced, rather than retried
+    assert shared.slept and all(wait > 0 for wait in shared.slept)  # it waited, paced, not retried
+    assert 4 <= shared.now <= 5  # the refill it needed ((100 - 20) / 20 s), not much more
 
 
 def test_logs_name_method_path_status_and_never_the_key(sandbox, faults, waits, caplog):
@@ -227,6 +252,28 @@ def test_pacer_spreads_requests_once_the_bucket_is_empty():
         pacer.wait("global")
     # 3 tokens, margin 2: one goes at once, the next ones one refill (0.1 s) apart
     assert slept == pytest.approx([0.1, 0.1, 0.1, 0.1])
+
+
+def test_a_shared_pacer_takes_its_part_of_each_bucket():
+    now = [0.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    pacer = Pacer(sleep=sleep, margin=2, clock=lambda: now[0])
+    headers = {"RateLimit-Limit": "10", "RateLimit-Remaining": "3", "RateLimit-Policy": "10;w=1"}
+    pacer.observe("global", headers)
+    with pacer.shared(2):  # half of the 3 tokens left and of the 10 a second
+        pacer.observe("global", headers)
+        for _ in range(4):
+            pacer.wait("global")
+    assert slept == pytest.approx([0.3, 0.2, 0.2, 0.2])  # then one request every 1/5 s
+    slept.clear()
+    for _ in range(4):  # the whole rate again: what the last wait reserved, then 1/10 s apart
+        pacer.wait("global")
+    assert slept == pytest.approx([0.1, 0.1])
 
 
 def test_categories_follow_the_service():

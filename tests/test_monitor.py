@@ -1,6 +1,7 @@
 """Monitor against a real sandbox with live traffic: its frames equal a direct read of its window
 (statuses included), its window is bounded, it persists into a store, and it never sleeps in
-real time in these tests (clock and sleep are injected)."""
+real time in these tests (clock and sleep are injected; the sandbox's clock stands still until
+a test moves it, live traffic with it)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pandas as pd
 import pytest
 
 import toolkit
-from tests.conftest import wait_for
 from toolkit.client import connect
 from toolkit.errors import ParameterError, ServerError
 from toolkit.monitor import Monitor
@@ -24,7 +24,7 @@ NOW = "2026-11-01T12:00:00Z"
 def live():
     from toolkit.sandbox import start
 
-    with start(seed=5, now=NOW, notifications=300, subscribers=60) as sandbox:
+    with start(seed=5, now=NOW, notifications=300, subscribers=60, clock_speed=0) as sandbox:
         yield sandbox, connect(sandbox=sandbox, progress=False)
 
 
@@ -52,13 +52,12 @@ def _equal(got, expected):
         pd.testing.assert_frame_equal(mine, theirs, obj=name)
 
 
-def _traffic_until(sandbox, client, count, rate=40.0):
-    """Live traffic until ``count`` notifications newer than now exist (a condition, not a
-    duration)."""
-    since = client.now()
-    sandbox.start_traffic(rate=rate)
+def _traffic(sandbox, count, rate=40.0):
+    """Live traffic until ``count`` new notifications were inserted, the clock moved with it."""
+    traffic = sandbox.start_traffic(rate=rate)
     try:
-        wait_for(lambda: len(client.list_activity(after=since, progress=False)) >= count)
+        sandbox.advance(count / rate)
+        assert traffic.count >= count
     finally:
         sandbox.stop_traffic()
 
@@ -91,22 +90,17 @@ def test_frames_equal_a_direct_read_statuses_included(live):
     _equal(monitor.activity, _direct(client, monitor))
     seen = set(first.notifications["notification_id"])
 
-    sandbox.start_traffic(rate=40.0)
+    sandbox.start_traffic(rate=10.0)
     try:
-        differing = []
         for _ in range(3):
             held = len(monitor.activity.notifications)
-            wait_for(lambda: len(client.list_activity(after=monitor.window[1])) >= 20)
+            sandbox.advance(3)  # 30 new notifications; those in flight before move on
             new = monitor.poll_once()
+            assert len(new.notifications) >= 30
             assert len(monitor.activity.notifications) == held + len(new.notifications)
             assert not set(new.notifications["notification_id"]) & seen
             seen |= set(new.notifications["notification_id"])
-            # under live traffic: equal within the race of one poll
-            direct = _direct(client, monitor).notifications.set_index("notification_id")
-            mine = monitor.activity.notifications.set_index("notification_id")
-            assert mine.index.equals(direct.index)
-            differing.append((mine["status"] != direct["status"]).mean())
-        assert max(differing) < 0.5
+            _equal(monitor.activity, _direct(client, monitor))  # under live traffic too
     finally:
         sandbox.stop_traffic()
     assert (monitor.activity.notifications["status"] == "pending").any()
@@ -154,7 +148,7 @@ def test_background_polling_with_live_traffic(live):
     monitor.start()
     try:
         assert asleep.get(timeout=120) == 1
-        _traffic_until(sandbox, client, 20)
+        _traffic(sandbox, 20)
         ticks.put("poll")
         assert asleep.get(timeout=120) == 2
     finally:  # the loop may poll again after the release: its sleep no longer waits
@@ -187,7 +181,7 @@ def test_monitor_persists_into_a_store(live, tmp_path):
     path = tmp_path / "store"
     monitor = Monitor(client, charts=[], since="10m", store=path)
     monitor.poll_once()
-    _traffic_until(sandbox, client, 15)
+    _traffic(sandbox, 15)
     monitor.poll_once()
     store = toolkit.open_store(path)
     assert store.watermark == monitor.window[1]

@@ -237,7 +237,33 @@ def test_the_clock_runs_at_its_speed():
     assert clock.now() == parse_instant(NOW)
     assert clock.now() == parse_instant(NOW) + timedelta(seconds=30)
     with pytest.raises(ValueError, match="clock_speed"):
-        Clock(NOW, speed=0)
+        Clock(NOW, speed=-1)
+
+
+def test_a_stopped_clock_moves_only_when_advanced_and_traffic_keeps_up():
+    ticks = iter([100.0, 500.0, 900.0])
+    clock = Clock(NOW, speed=0, timer=lambda: next(ticks))
+    assert clock.now() == parse_instant(NOW)  # real time passed: the clock did not move
+    clock.advance(2.5)
+    assert clock.now() == parse_instant(NOW) + timedelta(seconds=2.5)
+    with pytest.raises(ValueError, match="seconds"):
+        clock.advance(-1)
+    with start(seed=4, now=NOW, incidents="none", clock_speed=0, notifications=300,
+               subscribers=60) as sandbox:  # fmt: skip
+        traffic = sandbox.start_traffic(rate=4)
+        assert traffic.running and traffic.count == 0 and sandbox.now() == parse_instant(NOW)
+        assert sandbox.advance(10) == parse_instant(NOW) + timedelta(seconds=10)
+        docs = _docs(sandbox.store, sandbox.environments[0]["id"])
+        new = [d for d in docs if d["createdAt"] >= iso(parse_instant(NOW))]
+        assert len(new) == traffic.count >= 4 * 10  # every trigger due by then, inserted
+        assert max(d["createdAt"] for d in new) <= iso(sandbox.now())
+        sandbox.stop_traffic()
+        assert not traffic.running
+    with (
+        start(seed=4, now=NOW, notifications=300, subscribers=60) as running,
+        pytest.raises(ValueError, match="stopped clock"),
+    ):
+        running.advance(1)
 
 
 def test_a_live_outage_fails_the_providers_sends_in_live_traffic_until_stopped():

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -136,6 +136,26 @@ class Pacer:
         self._lock = threading.Lock()
         self._buckets: dict[str, _Bucket] = {}
         self._warned = False
+        #: The part of each bucket this process takes (see `shared`).
+        self.share = 1.0
+
+    @contextlib.contextmanager
+    def shared(self, processes: int) -> Iterator[None]:
+        """While the block runs, this process takes ``1/processes`` of each bucket (of its rate,
+        burst and remaining tokens): processes forked meanwhile, reading the same buckets with
+        the same mirror, take the rest, instead of each running into 429s."""
+        self._rescale(1 / processes)
+        try:
+            yield
+        finally:
+            self._rescale(processes)
+
+    def _rescale(self, factor: float) -> None:
+        with self._lock:
+            self.share *= factor
+            for bucket in self._buckets.values():
+                bucket.rate, bucket.capacity = bucket.rate * factor, bucket.capacity * factor
+                bucket.tokens *= factor
 
     def wait(self, category: str | None, most: float = math.inf) -> float:
         """Reserve a token of ``category``; sleep until it is due, but at most ``most`` seconds
@@ -174,12 +194,13 @@ class Pacer:
             return
         capacity = max(burst, remaining)
         with self._lock:
-            now = self.clock()
+            now, share = self.clock(), self.share
+            rate, capacity, remaining = limit / window * share, capacity * share, remaining * share
             bucket = self._buckets.get(category)
             if bucket is None:
-                self._buckets[category] = _Bucket(limit / window, capacity, remaining, now)
+                self._buckets[category] = _Bucket(rate, capacity, remaining, now)
                 return
-            bucket.rate, bucket.capacity = limit / window, capacity
+            bucket.rate, bucket.capacity = rate, capacity
             bucket.refill(now)
             bucket.tokens = min(bucket.tokens, remaining)
 

@@ -37,6 +37,7 @@ import pandas as pd
 
 from toolkit import _checks as arg
 from toolkit import charts, metrics, words
+from toolkit._fork import Forked
 from toolkit._version import __version__
 from toolkit.errors import ParameterError, RetentionError
 from toolkit.redact import is_secret
@@ -292,14 +293,26 @@ def report_window(
         The provenance of the source (``base_url``, ``environment``, a store's path, ...).
     filters : mapping, optional
         The filters ``read`` applies, for the provenance.
-    concurrent : bool
-        Read and count the previous period in a thread while the window is read and
-        counted (``read`` must be thread-safe).
+    concurrent : bool or "process"
+        Read and count the previous period while the window is read and counted: True in a
+        thread (``read`` must be thread-safe), ``"process"`` in a forked child process, on the
+        other core (for a program whose only thread is this one, not a notebook: see
+        `toolkit._fork`).
     """
     out, top = check_out(out), arg.top(top)
+    if not (isinstance(concurrent, bool) or concurrent == "process"):
+        raise ParameterError("concurrent", concurrent, 'True, False or "process"')
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
-    if concurrent:  # the previous period is read and counted while the window is
+    if concurrent == "process":  # only the previous period's headline and counts cross back
+        earlier_read = Forked(_previous, read, start, after)
+        try:  # the window's contents first: the child ends meanwhile, on the other core
+            contents = _contents(_window(read(after, before), "activity"), None, None, top)
+        except BaseException:
+            earlier_read.cancel()
+            raise
+        previous, earlier, earlier_counts = earlier_read.result()
+    elif concurrent:  # the previous period is read and counted while the window is
         with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
             earlier_read = pool.submit(_previous, read, start, after)
             contents = _contents(_window(read(after, before), "activity"), None, None, top)

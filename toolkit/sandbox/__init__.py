@@ -19,7 +19,8 @@ in any test suite::
 
 Planted incidents: ``start(incidents="default" | "none" | [specs])`` (`IncidentSpec`, see
 `toolkit.sandbox.seed.incidents`), described in ``sandbox.incidents``; live outages with
-``sandbox.start_outage("twilio")``; a faster clock with ``start(clock_speed=10)``.
+``sandbox.start_outage("twilio")``; a faster clock with ``start(clock_speed=10)``, a stopped
+one that the caller moves with ``start(clock_speed=0)`` and ``sandbox.advance(15)``.
 
 From a shell: ``python -m toolkit sandbox`` (see ``--help``).
 """

@@ -101,23 +101,10 @@ class Snapshot:
 
 
 def _digits(times: np.ndarray) -> np.ndarray:
-    """The 17 ASCII digits of each epoch-millisecond instant, as ``YYYYMMDDHHMMSSmmm``."""
-    days, ms = np.divmod(times, DAY_MS)
-    z = days + 719_468  # days to the civil date (H. Hinnant's algorithm)
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = np.where(mp < 10, mp + 3, mp - 9)
-    year = yoe + era * 400 + (month <= 2)
-    fields = [
-        (year, 4), (month, 2), (day, 2), (ms // 3_600_000, 2), (ms // 60_000 % 60, 2),
-        (ms // 1000 % 60, 2), (ms % 1000, 3),
-    ]  # fmt: skip
-    columns = [value // 10**p % 10 for value, width in fields for p in range(width - 1, -1, -1)]
-    return (np.stack(columns, axis=1) + ord("0")).astype(np.uint8)
+    """The 17 ASCII digits of each epoch-millisecond instant, as ``YYYYMMDDHHMMSSmmm`` (numpy
+    writes the ISO text; its separators are dropped)."""
+    text = times.astype("datetime64[ms]").astype("S23")
+    return np.frombuffer(text.tobytes(), dtype=np.uint8).reshape(-1, 23)[:, DIGITS]
 
 
 def _anchored(incidents: str | list, now: datetime) -> str | list:

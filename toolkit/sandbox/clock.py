@@ -1,7 +1,9 @@
-"""The sandbox's clock: real time, optionally anchored to a chosen instant for reproducible data."""
+"""The sandbox's clock: real time, optionally anchored to a chosen instant for reproducible data,
+sped up, or stopped and moved by hand (deterministic tests)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -24,7 +26,10 @@ def iso(moment: datetime) -> str:
 
 class Clock:
     """Time that starts at ``start`` (default: the real now) and then advances ``speed`` times
-    as fast as real time (read from ``timer``, seconds)."""
+    as fast as real time (read from ``timer``, seconds), plus what `advance` added.
+
+    ``speed=0`` stops it: it moves only by `advance`, so that a test decides what time it is.
+    """
 
     def __init__(
         self,
@@ -32,15 +37,25 @@ class Clock:
         speed: float = 1.0,
         timer: Callable[[], float] = time.monotonic,
     ):
-        if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0 < speed <= 1e6:
-            raise ValueError(f"clock_speed must be a number > 0, got {speed!r}")
+        if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0 <= speed <= 1e6:
+            raise ValueError(f"clock_speed must be a number >= 0 (0: stopped), got {speed!r}")
         self.start = parse_instant(start) if start is not None else datetime.now(UTC)
         self.speed = float(speed)
         self._timer = timer
         self._origin = timer()
+        self._advanced = 0.0  # seconds added by advance()
+        self._lock = threading.Lock()
 
     def now(self) -> datetime:
-        return self.start + timedelta(seconds=(self._timer() - self._origin) * self.speed)
+        elapsed = (self._timer() - self._origin) * self.speed + self._advanced
+        return self.start + timedelta(seconds=elapsed)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` (>= 0) forward at once."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e9:  # fmt: skip
+            raise ValueError(f"seconds must be a number >= 0, got {seconds!r}")
+        with self._lock:
+            self._advanced += seconds
 
     def __repr__(self) -> str:
         speed = f", speed={self.speed:g}" if self.speed != 1 else ""

@@ -160,6 +160,9 @@ class Faults:
         #: How the fault layer waits out a request's latency (a coroutine function of seconds);
         #: tests may replace it to observe the waits.
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+        #: The rate limiter's clock (seconds; real time): tests may replace it to decide how
+        #: much the buckets refill.
+        self.timer: Callable[[], float] = time.monotonic
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self.reset()
@@ -362,7 +365,7 @@ class Faults:
                 return None
             rps, window = limits[category], limits["window"]
             capacity = rps * window * limits["burst"]
-            now = time.monotonic()
+            now = self.timer()
             tokens, last = self._buckets.get((environment_id, category), (capacity, now))
             tokens = min(capacity, tokens + (now - last) * rps)
             allowed = tokens >= 1

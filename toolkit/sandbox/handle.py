@@ -38,7 +38,8 @@ class Sandbox:
         ``provider_id``, ``start``, ``end``, ``error_code``, ``domain``, ``notifications``,
         ``subscribers``, ``notification_ids``, ``subscriber_ids``, ...).
     clock : Clock
-        The service's clock; ``now()`` reads it (``clock.speed``: how much faster than real time).
+        The service's clock; ``now()`` reads it (``clock.speed``: how much faster than real time;
+        0: stopped, moved by `advance`).
     store : Store
         The SQLite store behind the service.
     faults : Faults
@@ -68,6 +69,26 @@ class Sandbox:
 
     def now(self) -> datetime:
         """The service's current time."""
+        return self.clock.now()
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the stopped clock of ``start(clock_speed=0)`` ``seconds`` forward; live traffic
+        inserts what falls due by then before this returns. Returns the new now.
+
+        Raises
+        ------
+        ValueError
+            The clock runs (``clock_speed > 0``), or ``seconds`` is not a number >= 0.
+        """
+        if self.clock.speed:
+            raise ValueError(
+                f"advance() moves a stopped clock (start(clock_speed=0)); this one runs at "
+                f"{self.clock.speed:g}x real time"
+            )
+        with self._lock:
+            self.clock.advance(seconds)
+            if self.traffic is not None:
+                self.traffic.catch_up(self.clock.now())
         return self.clock.now()
 
     def environment(self, name_or_id: str | None = None) -> dict[str, Any]:

@@ -165,7 +165,8 @@ def start(
         The sandbox clock runs this many times faster than real time (the seeded data end at
         ``now`` either way). Live traffic's rate is per sandbox second, so that the feed looks
         the same at any speed: ``traffic_rate=10, clock_speed=10`` inserts 100 notifications per
-        real second.
+        real second. 0 stops the clock: it moves only by `Sandbox.advance`, which also runs
+        live traffic up to the new now (tests that decide what time it is).
 
     Returns
     -------

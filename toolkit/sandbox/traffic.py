@@ -1,4 +1,7 @@
-"""Live traffic: a daemon thread that inserts new notifications at a steady rate.
+"""Live traffic: new notifications inserted at a steady rate of the sandbox's clock.
+
+A running clock has a daemon thread keep up with it; a stopped one (``speed=0``) is kept up with
+by `LiveTraffic.catch_up`, which `Sandbox.advance` calls after moving it (deterministic tests).
 
 New notifications are made by the seeding's :class:`~toolkit.sandbox.seed.NotificationFactory`
 from the environment's subscribers, workflows, topics and integrations as they are in the store
@@ -14,7 +17,6 @@ import heapq
 import itertools
 import random
 import threading
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -62,7 +64,8 @@ class LiveTraffic:
     store : Store
         The sandbox's store.
     clock : Clock
-        New notifications are created at ``clock.now()``.
+        New notifications are created at ``clock.now()`` (a stopped clock's, by `catch_up`, at
+        their scheduled instants).
     environment_id : str
         The environment that receives the traffic.
     rate : float
@@ -96,49 +99,70 @@ class LiveTraffic:
         self.live = live
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._feed: _Feed | None = None
+        self._origin, self._paced = clock.now(), 0  # the schedule: set again by start()
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        if self._thread is None:  # a stopped clock's traffic: between start and stop
+            return self._feed is not None
+        return self._thread.is_alive()
 
     def start(self) -> LiveTraffic:
-        """Start the thread (the catalog is read now, so a bad environment raises here)."""
+        """Start inserting (the catalog is read now, so a bad environment raises here): in a
+        thread when the clock runs, else at each `catch_up`."""
         if self.running:
             return self
         catalog = load_catalog(self.store, self.environment_id)
-        started = iso(self.clock.now())
+        started = self.clock.now()
         factory = seeding.NotificationFactory(
             catalog,
             random.Random(f"{self.seed}:traffic:{self.environment_id}"),
-            IdFactory(random.Random(f"{self.seed}:traffic-ids:{started}")),
+            IdFactory(random.Random(f"{self.seed}:traffic-ids:{iso(started)}")),
             live=self.live,
         )
+        self._feed, self._origin, self._paced = _Feed(factory), started, 0
         self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._run, args=(_Feed(factory),), name="live-traffic", daemon=True
-        )
-        self._thread.start()
+        if self.clock.speed:
+            self._thread = threading.Thread(
+                target=self._run, args=(self._feed,), name="live-traffic", daemon=True
+            )
+            self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop the thread and wait for it (it finishes at most one small transaction)."""
+        """Stop inserting; wait for the thread (it finishes at most one small transaction)."""
         self._stop.set()
+        self._feed = None
         if self._thread is not None:
             self._thread.join(JOIN_TIMEOUT)
+
+    def catch_up(self, until: datetime) -> None:
+        """Insert what falls due up to ``until``, each trigger at its scheduled instant, in the
+        calling thread (how a stopped clock's traffic keeps up when the clock is moved)."""
+        feed = self._feed
+        while feed is not None and (due := self._due()) <= until:
+            self._tick(feed, due)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
         return f"<LiveTraffic {self.environment_id} {self.rate}/s {state}, {self.count} inserted>"
 
+    def _due(self) -> datetime:
+        """When the next trigger is due: ``rate`` per second of the clock since the start."""
+        return self._origin + timedelta(seconds=self._paced / self.rate)
+
     def _run(self, feed: _Feed) -> None:
-        """Trigger on schedule (``rate`` per sandbox second); one transaction each."""
-        origin, paced, real_rate = time.monotonic(), 0, self.rate * self.clock.speed
-        while not self._stop.wait(max(0.0, origin + paced / real_rate - time.monotonic())):
-            now = self.clock.now()
-            stories, changed = feed.tick(now)
-            if not stories and not changed:
-                paced += 1
-                continue
+        """Trigger on schedule as the clock runs."""
+        while not self._stop.wait(
+            max(0.0, (self._due() - self.clock.now()).total_seconds() / self.clock.speed)
+        ):
+            self._tick(feed, self.clock.now())
+
+    def _tick(self, feed: _Feed, now: datetime) -> None:
+        """Trigger at ``now`` and rewrite what changed by then, in one transaction."""
+        stories, changed = feed.tick(now)
+        if stories or changed:
             with self.store.write() as db:
                 db.executemany(seeding.INSERT_NOTIFICATION, [s.row(now) for s in stories])
                 db.executemany(
@@ -149,7 +173,7 @@ class LiveTraffic:
                     [(seeding.to_json(s.document(now)), s.id) for s in changed],
                 )
             self.count += len(stories)
-            paced += max(1, len(stories))
+        self._paced += max(1, len(stories))  # a topic's fan-out counts each notification
 
 
 class _Feed:

@@ -1,0 +1,164 @@
+"""The report's previous period read in a forked process (``report_window(concurrent="process")``,
+what ``python -m toolkit report`` does on Linux): the same report as in a thread, the child's
+errors raised here, and no child left behind. (A forked `Transport` opening its own connections
+is tested in test_http.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from datetime import UTC, datetime
+
+import pytest
+import requests
+from conftest import NOW, wait_for
+
+from toolkit._fork import Forked
+from toolkit.client import connect
+from toolkit.errors import AuthenticationError, ParameterError, ToolkitError
+from toolkit.read import read_activity
+from toolkit.report import _client_read, report_window
+from toolkit.sandbox.process import SandboxProcess
+
+GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """A sandbox in its own process, as the command uses: this process forks no server thread."""
+    with SandboxProcess("--now", NOW, "--notifications", "2000", "--subscribers", "200") as child:
+        yield child
+
+
+def _until(client):
+    """The sandbox's now, to the second: a fixed end for a window."""
+    return client.now().replace(microsecond=0)
+
+
+def _reports(client, tmp_path, since: str = "7d"):
+    """The report of ``since`` with the previous period read in a thread, then in a process."""
+    read, source, filters = _client_read(client, False, {})
+    until = _until(client)  # the sandbox's clock runs: the same window for both
+    return [
+        report_window(
+            read,
+            now=until,
+            since=since,
+            until=until,
+            out=tmp_path / f"{how}.html",
+            source=source,
+            filters=filters,
+            generated_at=GENERATED_AT,
+            concurrent=how,
+        )  # fmt: skip
+        for how in (True, "process")
+    ]
+
+
+def test_the_report_is_the_same_as_with_a_thread(sandbox, tmp_path):
+    in_thread, in_process = _reports(connect(sandbox=sandbox, progress=False), tmp_path)
+    assert in_process.previous is not None
+    assert in_process.previous == in_thread.previous
+    assert in_process.headline == in_thread.headline
+    assert in_process.path.read_bytes() == in_thread.path.read_bytes()
+
+
+def test_a_previous_period_beyond_retention_is_reported_as_not_available(sandbox, tmp_path):
+    client = connect(sandbox=sandbox, environment="Globex/Development", progress=False)  # 24 h
+    in_thread, in_process = _reports(client, tmp_path, since="20h")
+    assert in_process.previous is None
+    assert in_process.provenance["previous"].startswith("not available: it starts before the plan")
+    moving = re.compile(r"the earliest readable instant is [^)]+")  # the sandbox's clock runs
+    html = [moving.sub("", report.path.read_text(encoding="utf-8")) for report in (in_thread, in_process)]  # fmt: skip
+    assert html[1] == html[0]
+
+
+def test_the_child_and_this_process_share_the_rate_limits(tmp_path):
+    """What the command does: while the child reads, each process paces at half the limits."""
+    with SandboxProcess("--now", NOW, "--notifications", "2000", "--subscribers", "200") as child:
+        faults = f"{child.url}/_sandbox/faults"
+        limit = {"rate_limit": {"global_rps": 20, "window": 1, "burst": 1}}
+        requests.post(faults, json=limit, timeout=30).raise_for_status()
+        client = connect(sandbox=child, progress=False)
+        read, source, filters = _client_read(client, False, {})
+        until = _until(client)
+        with client.transport.pacer.shared(2):
+            report = report_window(read, now=until, since="7d", until=until,
+                                   out=tmp_path / "r.html", concurrent="process")  # fmt: skip
+        stats = requests.post(faults, json={}, timeout=30).json()["stats"]
+    assert report.previous is not None
+    assert stats["requests"] > 40  # more than the bucket holds: both processes were paced
+    assert stats["rate_limited"] == 0
+
+
+@pytest.mark.parametrize("how", ["thread", "fork", 1, None])
+def test_an_unknown_way_is_refused_before_anything_is_read(how, tmp_path):
+    reads = []
+    with pytest.raises(ParameterError, match=r"concurrent=.* is not allowed: True, False or"):
+        report_window(lambda *window: reads.append(window), now=GENERATED_AT,
+                      out=tmp_path / "r.html", concurrent=how)  # fmt: skip
+    assert reads == []
+
+
+def _window_or_else(end, window_read, earlier_read):
+    """A read that reads the window (up to ``end``) with ``window_read``, anything earlier with
+    the other."""
+    return lambda after, before: (window_read if before == end else earlier_read)(after, before)
+
+
+def test_a_service_error_in_the_child_is_raised_here_with_its_class(sandbox, tmp_path):
+    client = connect(sandbox=sandbox, progress=False)
+    wrong = connect(sandbox.url, "wrong-key-0123456789abcdef", progress=False)
+    until = _until(client)
+    read = _window_or_else(
+        until,
+        lambda after, before: read_activity(client, after=after, before=before),
+        lambda after, before: read_activity(wrong, after=after, before=before),  # 401
+    )
+    with pytest.raises(AuthenticationError) as raised:
+        report_window(read, now=until, since="7d", until=until, out=tmp_path / "r.html",
+                      concurrent="process")  # fmt: skip
+    assert raised.value.status == 401
+    assert "wrong-key-0123456789abcdef" not in str(raised.value)
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_an_error_whose_class_takes_other_arguments_keeps_them(sandbox, tmp_path):
+    client = connect(sandbox=sandbox, progress=False)
+    until = _until(client)
+    read = _window_or_else(
+        until,
+        lambda after, before: read_activity(client, after=after, before=before),
+        lambda after, before: read_activity(client, after=after, before=before, channels="fax"),
+    )
+    with pytest.raises(ParameterError, match="channels='fax' is not allowed") as raised:
+        report_window(read, now=until, since="7d", until=until, out=tmp_path / "r.html",
+                      concurrent="process")  # fmt: skip
+    assert (raised.value.name, raised.value.value) == ("channels", "fax")
+
+
+def test_the_child_is_killed_when_the_window_cannot_be_read(sandbox, tmp_path):
+    marker = tmp_path / "child.pid"
+
+    def earlier(after, before):  # in the child: say who it is, then wait forever
+        marker.write_text(str(os.getpid()))
+        signal.pause()
+
+    def window(after, before):
+        wait_for(lambda: marker.exists() and marker.read_text())
+        raise ToolkitError("the window could not be read")
+
+    until = _until(connect(sandbox=sandbox, progress=False))
+    with pytest.raises(ToolkitError, match="the window could not be read"):
+        report_window(_window_or_else(until, window, earlier), now=until, since="7d",
+                      until=until, out=tmp_path / "r.html", concurrent="process")  # fmt: skip
+    with pytest.raises(ProcessLookupError):  # killed and waited for: gone
+        os.kill(int(marker.read_text()), 0)
+
+
+def test_a_child_that_ends_without_an_answer_is_an_error():
+    with pytest.raises(ToolkitError, match=r"ended without an answer \(exit code 3\)"):
+        Forked(os._exit, 3).result()
+    with pytest.raises(ToolkitError, match=r"ended without an answer \(killed by signal 9\)"):
+        Forked(lambda: os.kill(os.getpid(), signal.SIGKILL)).result()  # the child's own pid
