@@ -12,6 +12,7 @@ import pytest
 from tests.test_counts import spark, spark_missing  # noqa: F401 (the Spark session fixture)
 from tests.test_incidents_baseline import write_store
 from toolkit import delivery_counts, metrics, open_store
+from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
@@ -427,3 +428,88 @@ def test_a_campaign_sent_at_the_usual_failure_rate_is_no_failure_incident(week):
             and p["end"] >= row["started_at"]
             for p in planted
         ), row["summary"]
+
+
+def _jobs_at(times: np.ndarray, channel: str, provider: str, workflow: str) -> pd.DataFrame:
+    """Delivery jobs (as `toolkit.metrics.delivery_jobs` gives them) triggered at ``times``."""
+    at = pd.to_datetime(np.sort(times) // 1000 * 1000, utc=True)
+    return pd.DataFrame({"triggered_at": at, "channel": channel, "provider_id": provider,
+                         "workflow": workflow, "outcome": "finished", "failed_attempts": 0,
+                         "time_to_deliver_s": 1.0})  # fmt: skip
+
+
+def test_a_silence_is_tested_on_send_occasions_not_on_the_counts_law():
+    # four weeks, then a day: people's sends (6 an hour, each hour's rate its own gamma draw,
+    # one in 12 fanning out to 5-10 more in the same minute) stop from 10:00 to 14:00 on the
+    # last day; a batch of about 24 sent at once at 03:00 every day skips the last one. Both
+    # miss about as many sends; only the people's silence is unlikely: no send for four hours
+    # where some 20 independent send occasions were expected, against one batch not run
+    from toolkit.incidents import volume
+    from toolkit.incidents.detect import _occasions, _significant
+    from toolkit.incidents.scan import Evidence
+
+    rng = np.random.default_rng(5)
+    hours = pd.date_range("2026-10-01", periods=29 * 24, freq="h", tz="UTC").as_unit("ns")
+    day, end = hours[-24], hours[-1] + season.HOUR
+    people = rng.poisson(6 * rng.gamma(10, 1 / 10, len(hours)))
+    times = np.repeat(hours.asi8, people) + (rng.random(people.sum()) * 3.6e12).astype("int64")
+    fans = times[rng.random(len(times)) < 1 / 12]
+    times = np.concatenate([times, np.repeat(fans, rng.integers(5, 11, len(fans)))])
+    stopped = (times >= (day + pd.Timedelta("10h")).value) & (
+        times < (day + pd.Timedelta("14h")).value
+    )
+    nights = hours[hours.hour == 3][:-1].asi8
+    sent = rng.binomial(25, 0.95, len(nights))
+    batch = np.repeat(nights, sent) + rng.integers(0, 30e9, sent.sum())
+    jobs = pd.concat([_jobs_at(times[~stopped], "sms", "p1", "people"),
+                      _jobs_at(batch, "push", "p2", "batch")], ignore_index=True)  # fmt: skip
+    counts = delivery_counts(jobs, by=season.CELL)
+    history = (counts[counts["bucket"] < day], (hours[0], day))
+    built = season.build(lambda: counts[counts["bucket"] >= day], day, end, *history)
+    counted = volume.scans(built, Evidence(10, 5, 2.0))
+    scan, (keys, _, _) = counted["workflow", True]
+    tests = sum(one.tests for one, _ in counted.values())
+    by_law = {keys[pick.group]["workflow"]: pick.p_value * tests for pick in scan.first_round()}
+    assert by_law["batch"] <= 0.01  # the counts' law: a regular batch never skips
+    volume.silences(counted, lambda level: _occasions(level, jobs, {"after": day, "before": end},
+                                                      day, end, jobs, history), 0.01 / tests)  # fmt: skip
+    found = {keys[pick.group]["workflow"]: pick for pick in _significant(scan, 0.01 / tests)}
+    assert set(found) == {"people"}
+    silence = found["people"]
+    assert silence.events == 0 and built.hours[silence.first] == day + pd.Timedelta("10h")
+    assert silence.p_value * tests < by_law["people"] / 100
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=spark_missing)])
+def test_send_occasions_are_distinct_minutes_alike_in_a_store(engine, tmp_path, request):
+    if engine == "spark":
+        engine = request.getfixturevalue("spark")
+    traffic, after = shaped_traffic(2, BOUNCES_AT), BOUNCES_AT - pd.Timedelta(days=2)
+    activity, _ = traffic.window(after, BOUNCES_AT)
+    jobs = metrics.delivery_jobs(activity)
+    workflow = jobs["workflow"].value_counts().index[0]
+    channel, provider = jobs[["channel", "provider_id"]].iloc[0]
+    by = [["workflow"], ["channel", "provider_id"]]
+    groups = [[{"workflow": workflow}], [{"channel": channel, "provider_id": provider}]]
+    given = occasion_counts(activity, by=by, groups=groups)
+    write_store(traffic, tmp_path / "store", start=after, end=BOUNCES_AT)
+    store = open_store(tmp_path / "store", engine=engine)
+    for stored, counted in zip(occasion_counts(store, after=after, before=BOUNCES_AT, by=by,
+                                               groups=groups), given, strict=True):  # fmt: skip
+        ends = ["first_at", "last_at"]  # a store keeps milliseconds
+        pd.testing.assert_frame_equal(stored.drop(columns=ends), counted.drop(columns=ends))
+        for end in ends:
+            assert ((stored[end] - counted[end]).abs() < pd.Timedelta("1ms")).all()
+    # by hand: the minutes of each hour with a job of the workflow
+    mine = jobs[jobs["workflow"].eq(workflow)]
+    minute = mine["triggered_at"].dt.floor("min")
+    by_hand = minute.groupby(minute.dt.floor("h")).nunique()
+    assert given[0]["workflow"].eq(workflow).all()
+    assert given[0]["occasions"].tolist() == by_hand.tolist()
+    last = mine.groupby(minute.dt.floor("h"))["triggered_at"].max().to_numpy()
+    assert (
+        abs(given[0]["last_at"].to_numpy() - last) <= pd.Timedelta("1us")
+    ).all()  # the engine's µs
+    assert set(zip(given[1]["channel"], given[1]["provider_id"], strict=True)) == {
+        (channel, provider)
+    }

@@ -36,6 +36,7 @@ __all__ = [
     "FACTS",
     "JOB_FACTS",
     "delivery_counts",
+    "occasion_counts",
     "around",
     "delivery_job_rows",
     "detail_counts",
@@ -226,6 +227,13 @@ def delivery_counts(
         + " FROM delivery_jobs GROUP BY "
         + ", ".join(str(i) for i in range(1, len(dimensions) + 2))
     )
+    table, start, end, engine = _over_jobs(source, after, before, sql)
+    return _counts_frame(table, dimensions, step, start, end, engine)
+
+
+def _over_jobs(source: Any, after: Any, before: Any, sql: str) -> tuple:
+    """``sql`` over the ``delivery_jobs`` of ``source``'s window (frames, a store, or delivery
+    jobs already computed): its rows, the window ``(start, end)`` and the engine."""
     if isinstance(source, pd.DataFrame):  # delivery jobs already computed: counted the same way
         from toolkit import engines
 
@@ -238,7 +246,55 @@ def delivery_counts(
             table = rel.query(
                 f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) {sql}"
             )
-    return _counts_frame(table, dimensions, step, start, end, rel.engine)
+    return table, start, end, rel.engine
+
+
+#: A send occasion of a group: a minute in which it triggered at least one delivery job
+#: (`occasion_counts`).
+OCCASION = "floor(unix_micros(triggered_at) / 60000000)"
+
+
+def occasion_counts(
+    source: Any,
+    *,
+    after: Any = None,
+    before: Any = None,
+    by: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[dict[str, Any]]] | None = None,
+) -> list[pd.DataFrame]:
+    """Send occasions per hour and group: how many distinct minutes (`OCCASION`) of each hour
+    ``bucket`` had at least one delivery job triggered in the group. A burst, a fan-out or a
+    batch sent at once is one occasion whatever it sends, so occasions vary about as a Poisson
+    count where people trigger the sends one by one (the incident finder tests a silence on
+    them, `toolkit.incidents.volume`). ``source``, ``after`` and ``before`` as
+    `delivery_counts`; ``by`` lists groupings (each a list of `DIMENSIONS`), counted in one
+    query; ``groups``, for each grouping, the only groups to count (each a dict of its
+    dimensions' values, None: missing). One frame per grouping, one row per bucket and group
+    with jobs: ``bucket``, its dimensions (``string``), ``occasions`` (``int64``) and the first
+    and last trigger in the bucket (``first_at``, ``last_at``); `delivery_counts`' ``attrs``.
+    Occasions add up over buckets, not over groups."""
+    hour = pd.Timedelta("1h")
+    sets = [_dimensions(list(one)) for one in by]
+    names = list(dict.fromkeys(name for one in sets for name in one))
+    selects = []
+    for n, one in enumerate(sets):
+        where = "true" if groups is None else " OR ".join(f"({_condition(keys)})" for keys in groups[n]) or "false"  # fmt: skip
+        columns = "".join(f", {name}" if name in one else f", CAST(NULL AS STRING) AS {name}" for name in names)  # fmt: skip
+        selects.append(
+            f"SELECT {n} AS grouping_set, {_bucketed(hour)} AS bucket{columns},"
+            f" CAST(count(DISTINCT {OCCASION}) AS BIGINT) AS occasions,"
+            " min(unix_micros(triggered_at)) AS first_at, max(unix_micros(triggered_at)) AS last_at"
+            f" FROM delivery_jobs WHERE {where} GROUP BY {', '.join(['2', *one])}"
+        )
+    table, start, end, engine = _over_jobs(source, after, before, " UNION ALL ".join(selects))
+    out, grouping = [], table["grouping_set"].to_numpy(zero_copy_only=False)
+    for n, one in enumerate(sets):
+        part = table.filter(pa.array(grouping == n))
+        frame = _counts_frame(part, one, hour, start, end, engine, ("occasions", "first_at", "last_at"))  # fmt: skip
+        for name in ("first_at", "last_at"):
+            frame[name] = _instants(frame[name])
+        out.append(frame)
+    return out
 
 
 def _bucketed(step: pd.Timedelta) -> str:
@@ -247,9 +303,9 @@ def _bucketed(step: pd.Timedelta) -> str:
     return f"CAST(floor(unix_micros(triggered_at) / {micros}) AS BIGINT) * {micros}"
 
 
-def _counts_frame(table, dimensions, step, start, end, engine) -> pd.DataFrame:
+def _counts_frame(table, dimensions, step, start, end, engine, names=tuple(COUNTS)) -> pd.DataFrame:
     """The frame `delivery_counts` returns from the engine's rows."""
-    frame = _typed(table, dimensions)
+    frame = _typed(table, dimensions, names)
     frame = frame.sort_values(["bucket", *dimensions], ignore_index=True, na_position="last")
     frame.attrs = {"freq": step, "after": _iso(start), "before": _iso(end), "engine": engine}
     return frame
@@ -1094,14 +1150,14 @@ def _dimensions(by: str | Sequence[str] | None) -> list[str]:
     return names
 
 
-def _typed(table: pa.Table, dimensions: list[str]) -> pd.DataFrame:
+def _typed(table: pa.Table, dimensions: list[str], names=tuple(COUNTS)) -> pd.DataFrame:
     frame = table.to_pandas()
     frame["bucket"] = _instants(frame["bucket"])
     for name in dimensions:
         frame[name] = frame[name].astype("string")
-    for name in COUNTS:
+    for name in names:
         frame[name] = frame[name].to_numpy("int64", na_value=0) if len(frame) else np.array([], "int64")  # fmt: skip
-    return frame[["bucket", *dimensions, *COUNTS]]
+    return frame[["bucket", *dimensions, *names]]
 
 
 def _iso(value: pd.Timestamp | None) -> str | None:

@@ -50,7 +50,16 @@ hours counts ``1 / l`` (overlapping periods are nearly the same test; `scan.effe
 expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and
 two hours of its busiest traffic, and a larger departure than any of the group's in each week of
 the history against the others, a ``volume_spike`` (recurring batches and the group's usual
-bursts are in the history, so only what departs from it is). Rows of one direction and time whose missing (extra) jobs are
+bursts are in the history, so only what departs from it is). A run of hours without a job is a *silence*, tested on the
+group's send occasions (`toolkit.counts.occasion_counts`: minutes with at least one send; a
+burst or a batch is one): clumped sends have the measured variance, but none at all means no
+clump at all, so its p-value is the chance of no occasion from the group's last send before it
+to its first after (each hour a negative binomial count of occasions with their own measured
+variance, at the level of the day around it; times ``1 + x`` for the edges' ``x`` expected
+occasions, where the sends around it happen to fall; `volume.silences`). A best-scoring run
+without a job takes that p-value; a group whose best run is not significant takes its silence
+when that is less likely. Many independent sends stopping for hours are found; a batch that
+skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are
 mostly another's are one: the group that departs most (a workflow that stopped, not every
 channel it sends on). A provider's spike while another provider of its channel sends about as
 much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume

@@ -5,6 +5,7 @@ incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import pyarrow as pa
 
 from toolkit import counts as engine_counts
 from toolkit import metrics
-from toolkit.counts import delivery_counts
+from toolkit.counts import delivery_counts, occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import rates, season, tables, volume
 from toolkit.incidents.scan import (
@@ -150,7 +151,8 @@ def find_incidents(
     checked = {"kinds": list(wanted), "jobs": total, "after": after, "before": before}
     if not total or after is None:
         return empty("no delivery jobs in the activity", checked)
-    baseline, base_reference, history = _baseline(baseline, after)  # counts, a store: volume only
+    # counts, a store: volume only; what its send occasions are counted from
+    baseline, base_reference, history, sends = _baseline(baseline, after)
     step = _freq(freq, before - after)
     grid = tables.Grid(after, step, max(1, int(np.ceil((before - after) / step))))
     checked["freq"] = step
@@ -191,6 +193,9 @@ def find_incidents(
         counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
     tests = sum(scan.tests for scan in scans.values())
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
+    if counted:  # a run without a job: no send occasion in it (tested lazily: a query)
+        volume.silences(counted, lambda groups: _occasions(groups, source, window, after, before,
+                                                           sends, history), alpha / tests)  # fmt: skip
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
     picked = [(name, pick) for name, scan in scans.items()
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
@@ -274,16 +279,17 @@ def _window(source: Any, after: Any, before: Any, reference: pd.DataFrame):
     return min(bounds[0], first), max(bounds[1], last)
 
 
-def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | None, tuple]:
+def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | None, tuple, Any]:
     """An Activity baseline (the failure scans' baseline; None for others) and its
-    `toolkit.counts.scan_reference` (the slow thresholds), and the volume's history:
+    `toolkit.counts.scan_reference` (the slow thresholds), the volume's history:
     ``(counts, (after, before))``
-    (`toolkit.delivery_counts` by `season.CELL`, hourly), or ``()`` when there is none. A store
+    (`toolkit.delivery_counts` by `season.CELL`, hourly), or ``()`` when there is none, and
+    what its send occasions are counted from (a store, the Activity; None: counts only). A store
     gives the `HISTORY` before the window that it holds, with the days it never synced."""
     from toolkit.store import Store, layout
 
     if baseline is None:
-        return None, None, ()
+        return None, None, (), None
     if isinstance(baseline, Store):  # what it holds of the weeks before (none: a fallback)
         first, watermark = baseline.window
         if first is None or first >= after:
@@ -291,11 +297,12 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
                 None,
                 None,
                 (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after)),
+                None,
             )
         start, end = max(first, after - HISTORY), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
         gaps = season.missing_days(layout.days_held(baseline.path), start, end)
-        return None, None, (counts, (start, end), gaps)
+        return None, None, (counts, (start, end), gaps), baseline
     if isinstance(baseline, pd.DataFrame):
         if (
             not {"bucket", "jobs", *season.CELL} <= set(baseline.columns)
@@ -304,7 +311,8 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
             raise ParameterError("baseline", f"a frame with columns {list(baseline.columns)[:8]}",
                                  "an Activity, a Store, or toolkit.delivery_counts(..., "
                                  f"freq='1h', by={list(season.CELL)})")  # fmt: skip
-        return None, None, (baseline, _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"])))
+        span = _span(baseline.attrs, pd.DatetimeIndex(baseline["bucket"]))
+        return None, None, (baseline, span), None
     try:
         metrics.check_activity(baseline)
     except ParameterError as error:
@@ -313,7 +321,33 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
     reference = engine_counts.scan_reference(given, quantile=tables.SLOW_QUANTILE)
     at = pd.DatetimeIndex([reference["first_trigger"].min(), reference["last_trigger"].max()])
     counts = delivery_counts(given, by=season.CELL)
-    return given, reference, (counts, _span(baseline.attrs, at.dropna()))
+    return given, reference, (counts, _span(baseline.attrs, at.dropna())), given
+
+
+def _occasions(groups: dict, source, window, after, before, sends, history) -> dict:
+    """Per level of ``groups`` (level: its groups' keys), the season of the groups' send
+    occasions (`volume.occasion_season`; a sentence when a history of counts has none) and the
+    window's `toolkit.counts.occasion_counts`: the window's counted from ``source`` (the
+    groups only, when the season is the window's own weeks), its history's from ``sends`` (a
+    store, an Activity) over the span of ``history`` (the groups and the window's), each in
+    one query."""
+    levels = list(groups)
+    by = [season.LEVELS[level] for level in levels]
+    own = None if history else [groups[level] for level in levels]
+    counted = occasion_counts(source, **window, by=by, groups=own)
+    build = partial(season.build, after=after, before=before)
+    if history and sends is None:
+        return {level: ("a baseline of counts has no send occasions", frame)
+                for level, frame in zip(levels, counted, strict=True)}  # fmt: skip
+    held = [None] * len(levels)
+    if history:
+        kept = [groups[level] + volume.groups_of(frame, level) for level, frame in zip(levels, counted, strict=True)]  # fmt: skip
+        held = occasion_counts(sends, after=history[1][0], before=history[1][1], by=by, groups=kept)
+    return {
+        level: (volume.occasion_season(level, build, frame,
+                                       None if old is None else (old, *history[1:])), frame)
+        for level, frame, old in zip(levels, counted, held, strict=True)
+    }  # fmt: skip
 
 
 def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:

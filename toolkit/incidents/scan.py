@@ -61,6 +61,9 @@ class Pick:
     base_rate: float
     p_value: float
     expected: float = 0.0
+    #: A count scan's drop: the group's run with no job at all and the most expected jobs
+    #: (``first, stop, expected``; tested on send occasions, `toolkit.incidents.volume`).
+    silent: tuple[int, int, float] | None = None
 
 
 @dataclass
@@ -249,8 +252,12 @@ class CountScan:
         first, length = np.unravel_index(int(score.argmax()), score.shape)
         at = (first, length)
         p = count_p_value(k[at], e[at], phi[at], low=rule.low)
+        silent, none = None, valid & (k <= 0)
+        if rule.low and none.any():
+            start, span = np.unravel_index(int(np.where(none, e, -1.0).argmax()), e.shape)
+            silent = (int(start), int(start + span + 1), float(e[start, span]))
         return Pick(int(group), int(first), int(first + length + 1), int(round(k[at])), 0, 0.0,
-                    p, float(e[at])), tests  # fmt: skip
+                    p, float(e[at]), silent), tests  # fmt: skip
 
 
 def count_scans(observed, expected, variance, rules: list[Evidence]) -> list[CountScan]:

@@ -14,11 +14,13 @@ expected jobs are at its day's level (`_level`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
 from toolkit.incidents.scan import Evidence, _runs, count_scans
-from toolkit.incidents.season import HOUR, LEVELS, WEEK, Season, center
+from toolkit.incidents.season import CELL, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
@@ -42,6 +44,138 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         for low, scan in zip(lows, count_scans(observed, expected, variance, rules), strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
+
+
+def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float) -> None:
+    """Each drop scan's first-round picks tested as silences (`_silence`) on their group's send
+    occasions (``occasions({level: groups})``: per level, the groups' occasions as a season
+    whose cells are the groups, `occasion_season`, and their
+    `toolkit.counts.occasion_counts`): a best-scoring run without a job takes the p-value of
+    its silence; a group whose best-scoring run is not significant (p-value above
+    ``threshold``) takes its run without a job and the most expected jobs instead when that
+    silence is less likely. No occasions (a history of counts only): the count's law."""
+    tested = {}
+    for (level, low), (scan, (keys, _, _)) in counted.items():
+        picks = [pick for pick in scan.first_round() if low and pick.silent is not None
+                 and (pick.events == 0 or pick.p_value > threshold)]  # fmt: skip
+        if picks:
+            tested[level] = [(pick, keys[pick.group]) for pick in picks]
+    if not tested:
+        return
+    seasons = occasions({level: [keys for _, keys in picks] for level, picks in tested.items()})
+    for level, picks in tested.items():
+        sent, frame = seasons[level]
+        if not isinstance(sent, Season):
+            continue
+        named, observed, expected, variance, _ = sent.groups(level)
+        number = {tuple(key.values()): n for n, key in enumerate(named)}
+        for pick, keys in picks:
+            group = number.get(tuple(keys.values()))
+            if group is None:
+                continue
+            first, stop, jobs = (
+                (pick.first, pick.stop, pick.expected) if pick.events == 0 else pick.silent
+            )
+            edges = _edges(sent, frame, keys, first, stop)
+            counts = observed[group], expected[group], variance[0][group], variance[1][group]
+            p = _silence(*counts, first, stop, edges)
+            if pick.events == 0 or p < pick.p_value:
+                pick.first, pick.stop, pick.events, pick.expected, pick.p_value = (
+                    first, stop, 0, jobs, p)  # fmt: skip
+
+
+def _edges(sent: Season, frame: pd.DataFrame, keys: dict, first: int, stop: int) -> tuple:
+    """The shares of the hours either side of hours ``[first, stop)`` without a job that are
+    silent too: after the group's last trigger in the hour before, before its first in the
+    hour after (0 at the window's ends)."""
+    mine = _of(frame, keys)
+    shares = []
+    for hour, end in ((first - 1, "last_at"), (stop, "first_at")):
+        at = frame.loc[mine & (frame["bucket"] == sent.hours[hour]).to_numpy(), end] if 0 <= hour < len(sent.hours) else []  # fmt: skip
+        if len(at) == 0:
+            shares.append(0.0)
+            continue
+        into = (at.iloc[0] - sent.hours[hour]) / HOUR
+        shares.append(1 - into if end == "last_at" else into)
+    return tuple(shares)
+
+
+def _of(frame: pd.DataFrame, keys: dict) -> np.ndarray:
+    """Which rows of ``frame`` are of the group of ``keys`` (its dimensions' values)."""
+    mine = np.ones(len(frame), dtype=bool)
+    for name, value in keys.items():
+        column = frame[name]
+        mine &= column.isna().to_numpy() if value is None else (column == value).to_numpy(bool, na_value=False)  # fmt: skip
+    return mine
+
+
+def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
+    """The chance that a silence covering hours ``[first, stop)`` is as long (in expected
+    occasions) as the one seen: from the last occasion before them to the first after (the
+    ``edges``: shares of the hours either side).
+
+    Sends come in clumps (bursts, fan-outs, batches): a count with a clumped law has the
+    measured variance, but its chance of being 0 is the chance of no clump at all. So a
+    silence is tested on the group's occasions, whose hours vary by their own ``hourly``
+    variance (`toolkit.incidents.season.dispersion`: independent hours, each a negative
+    binomial count with no occasion at ``phi ** (-e / (phi - 1))``: ``exp(-c * e)``, ``c =
+    log(phi) / (phi - 1)``), at the level of their day: a gamma law of relative variance
+    ``spread`` learnt from the `AROUND` hours either side (their occasions over their expected,
+    quasi-Poisson), so that no occasion has the chance ``(1 + Q / b) ** -a`` at ``Q = sum(c *
+    e)``. Its edges are where the group's last and first occasions happen to be: a silence
+    covering the hours is at least ``x`` longer than them with the chance ``(1 + x)
+    exp(-x)`` of the sum of two exponential waits (of a Poisson process), so the chance is
+    multiplied by ``1 + x``, ``x`` the edges' ``Q``."""
+    hours = np.arange(max(0, first - 1), min(len(expected), stop + 1))
+    share = np.ones(len(hours))
+    share[hours == first - 1], share[hours == stop] = edges
+    e = expected[hours] * share
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phi = np.where(expected[hours] > 0, hourly[hours] / expected[hours], 1.0)
+    phi = np.maximum(phi, 1.0)
+    c = np.where(phi > 1 + 1e-9, np.log(phi) / np.maximum(phi - 1, 1e-12), 1.0)
+    q = float((c * e).sum())
+    x = float((c * e)[(hours < first) | (hours >= stop)].sum())
+    around = np.r_[max(0, first - 1 - AROUND) : max(0, first - 1),
+                   min(len(expected), stop + 1) : min(len(expected), stop + 1 + AROUND)]  # fmt: skip
+    usual = float(expected[around].sum())
+    if spread > 0 and usual > 0:
+        phi_around = max(1.0, float(hourly[around].sum()) / usual)
+        shape = 1 / spread + float(observed[around].sum()) / phi_around
+        rate = 1 / spread + usual / phi_around
+        chance = float(np.exp(-shape * np.log1p(q / rate)))
+    else:
+        chance = float(np.exp(-q))
+    return min(1.0, chance * (1 + x))
+
+
+def occasion_season(level: str, build: Callable[..., Season | str], window, history=None):
+    """The season of the occasions of ``level``'s groups (`toolkit.counts.occasion_counts` of
+    the window and, when given, ``history`` ``(counts, span, gaps)``) by ``build`` (a
+    `toolkit.incidents.season.build` of the window's span): its cells are the groups, the other
+    dimensions of `toolkit.incidents.season.CELL` missing."""
+    names = list(LEVELS[level])
+
+    def as_cells(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame[["bucket", *names, "occasions"]].rename(columns={"occasions": "jobs"})
+        for name in CELL:
+            if name not in names:
+                frame[name] = pd.array([None] * len(frame), dtype="string")
+        return frame
+
+    if history is None:
+        return build(lambda: as_cells(window))
+    counts, span, *gaps = history
+    return build(lambda: as_cells(window), history=as_cells(counts), history_span=span,
+                 gaps=gaps[0] if gaps else ())  # fmt: skip
+
+
+def groups_of(frame: pd.DataFrame, level: str) -> list[dict]:
+    """The groups of ``level`` that ``frame`` holds (each its dimensions' values, None:
+    missing)."""
+    names = list(LEVELS[level])
+    return [dict(zip(names, [None if pd.isna(value) else value for value in values], strict=True))
+            for values in frame[names].drop_duplicates().itertuples(index=False)]  # fmt: skip
 
 
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
