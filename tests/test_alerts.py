@@ -78,6 +78,12 @@ def test_one_firing_and_one_resolved_with_hysteresis(outage_frames, receiver):
     assert alerts.evaluate(after, at=end) == []
     resolved = alerts.evaluate(after, at=end + pd.Timedelta("1m"))
     assert [a["state"] for a in resolved] == ["resolved"]
+    # the incident as last found ongoing, its end said instead of "(ongoing)"
+    firing_summary = during["summary"].iloc[0]
+    assert "(ongoing)" in firing_summary
+    assert resolved[0]["summary"] == firing_summary.replace(
+        "(ongoing)", f"(resolved by {end + pd.Timedelta('1m'):%H:%M} UTC)"
+    )
     alerts.close()
     frame = alerts.frame
     assert list(frame.columns) == list(ALERT_COLUMNS)

@@ -454,7 +454,11 @@ def test_a_sliced_read_is_exact_under_errors(sandbox, faults, pinned):
     before, rows = pinned
     after = rows[1500]["createdAt"]
     expected = [r["_id"] for r in rows if after <= r["createdAt"] <= before]
-    client = Client.from_sandbox(sandbox, progress=False, sleep=Waits(), max_retries=10)
+    # the waits are recorded, not slept: 20 retries in an hour keep a run of 503s (0.3**7 a
+    # request, ~300 requests) from giving up, which is not what this test is about
+    client = Client.from_sandbox(
+        sandbox, progress=False, sleep=Waits(), max_retries=20, max_wait=3600
+    )
     faults.set(error_rate=0.3)
     got = client.list_activity(after=after, before=before)
     assert faults.stats["errors"] > 0

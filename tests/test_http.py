@@ -230,15 +230,20 @@ def test_the_key_is_scrubbed_from_messages_and_paths(fresh_sandbox, waits):
     assert MASK in err.path
 
 
-def test_pacer_spreads_requests_once_the_bucket_is_empty():
+def _paced() -> tuple[Pacer, list[float]]:
+    """A pacer (margin 2) on a test clock that its sleeps advance, and the list of its sleeps."""
     now = [0.0]
-    slept = []
+    slept: list[float] = []
 
     def sleep(seconds):
         slept.append(seconds)
         now[0] += seconds
 
-    pacer = Pacer(sleep=sleep, margin=2, clock=lambda: now[0])
+    return Pacer(sleep=sleep, margin=2, clock=lambda: now[0]), slept
+
+
+def test_pacer_spreads_requests_once_the_bucket_is_empty():
+    pacer, slept = _paced()
     assert pacer.wait("global") == 0  # nothing known yet: no pacing
     pacer.observe(
         "global",
@@ -255,14 +260,7 @@ def test_pacer_spreads_requests_once_the_bucket_is_empty():
 
 
 def test_a_shared_pacer_takes_its_part_of_each_bucket():
-    now = [0.0]
-    slept = []
-
-    def sleep(seconds):
-        slept.append(seconds)
-        now[0] += seconds
-
-    pacer = Pacer(sleep=sleep, margin=2, clock=lambda: now[0])
+    pacer, slept = _paced()
     headers = {"RateLimit-Limit": "10", "RateLimit-Remaining": "3", "RateLimit-Policy": "10;w=1"}
     pacer.observe("global", headers)
     with pacer.shared(2):  # half of the 3 tokens left and of the 10 a second

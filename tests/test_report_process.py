@@ -1,19 +1,23 @@
 """The report's previous period read in a forked process (``report_window(concurrent="process")``,
 what ``python -m toolkit report`` does on Linux): the same report as in a thread, the child's
-errors raised here, and no child left behind. (A forked `Transport` opening its own connections
-is tested in test_http.)"""
+errors raised here, no child left behind, and a child that deadlocks or dies killed and its work
+done here instead. (A forked `Transport` opening its own connections is tested in test_http.)"""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import sys
+import threading
+import warnings
 from datetime import UTC, datetime
 
 import pytest
 import requests
 from conftest import NOW, wait_for
 
+from toolkit import report
 from toolkit._fork import Forked
 from toolkit.client import connect
 from toolkit.errors import AuthenticationError, ParameterError, ToolkitError
@@ -157,8 +161,119 @@ def test_the_child_is_killed_when_the_window_cannot_be_read(sandbox, tmp_path):
         os.kill(int(marker.read_text()), 0)
 
 
-def test_a_child_that_ends_without_an_answer_is_an_error():
-    with pytest.raises(ToolkitError, match=r"ended without an answer \(exit code 3\)"):
-        Forked(os._exit, 3).result()
-    with pytest.raises(ToolkitError, match=r"ended without an answer \(killed by signal 9\)"):
-        Forked(lambda: os.kill(os.getpid(), signal.SIGKILL)).result()  # the child's own pid
+def test_a_child_deadlocked_at_the_fork_is_killed_and_the_period_read_here(
+    sandbox, tmp_path, monkeypatch, caplog
+):
+    """A lock another thread holds when the process forks stays held in the child forever (what
+    DuckDB's or BLAS's threads can do): the report is the one read in process, and says so once."""
+    monkeypatch.setattr(report, "PREVIOUS_WAIT", 0.0)  # twice the window's time, not 30 s
+    client = connect(sandbox=sandbox, progress=False)
+    read, source, filters = _client_read(client, False, {})
+    until = _until(client)
+    lock, held, release = threading.Lock(), threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            release.wait()
+
+    def window(after, before):
+        release.set()  # lets go of the lock in this process; the child's copy stays held
+        return read(after, before)
+
+    def earlier(after, before):
+        with lock:  # in the child, forever; here, once the holder has let go
+            return read(after, before)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait()
+    same = {"now": until, "since": "7d", "until": until, "source": source, "filters": filters,
+            "generated_at": GENERATED_AT}  # fmt: skip
+    recovered = report_window(_window_or_else(until, window, earlier), out=tmp_path / "f.html",
+                              concurrent="process", **same)  # fmt: skip
+    thread.join()
+    in_process = report_window(read, out=tmp_path / "p.html", concurrent=False, **same)
+    assert recovered.previous is not None
+    assert recovered.previous == in_process.previous
+    assert recovered.path.read_bytes() == in_process.path.read_bytes()
+    [message] = [r.getMessage() for r in caplog.records if r.name == "toolkit.fork"]
+    assert re.fullmatch(
+        r"the previous period's read: the forked process \(pid \d+\) gave no answer within "
+        r"[\d.e-]+ s \(killed\); running it in this process instead",
+        message,
+    )
+
+
+def _stuck_in_a_child(parent: int, marker):
+    """This process's pid; in a forked child, its pid written to ``marker``, then waits forever."""
+    if os.getpid() != parent:
+        (marker.parent / "writing").write_text(str(os.getpid()))
+        os.replace(marker.parent / "writing", marker)
+        threading.Event().wait()
+    return os.getpid()
+
+
+def test_a_child_without_an_answer_in_time_is_killed_and_the_work_done_here(tmp_path, caplog):
+    marker = tmp_path / "child.pid"
+    forked = Forked(_stuck_in_a_child, os.getpid(), marker, what="the work")
+    wait_for(marker.exists)
+    child = int(marker.read_text())
+    assert forked.result(timeout=0) == os.getpid()  # done here
+    with pytest.raises(ProcessLookupError):  # killed and waited for: gone
+        os.kill(child, 0)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the work: the forked process (pid {child}) gave no answer within 0 s (killed); "
+        "running it in this process instead"
+    ]
+
+
+@pytest.mark.parametrize(
+    "end, how",
+    [
+        (lambda: os._exit(3), "exit code 3"),
+        (lambda: os.kill(os.getpid(), signal.SIGKILL), "killed by signal 9"),  # its own pid
+    ],
+)
+def test_a_child_that_ends_without_an_answer_has_its_work_done_here(end, how, caplog):
+    parent = os.getpid()
+
+    def work():
+        if os.getpid() != parent:
+            end()
+        return "done here"
+
+    assert Forked(work).result() == "done here"
+    [message] = [r.getMessage() for r in caplog.records]
+    assert f"ended without an answer ({how}); running it in this process instead" in message
+
+
+def test_an_answer_in_time_comes_from_the_child(caplog):
+    assert Forked(os.getpid).result(timeout=600) != os.getpid()
+    assert caplog.records == []
+
+
+def test_python_3_12s_warning_on_forking_with_threads_is_not_shown(monkeypatch):
+    """Python 3.12 warns from `os.fork` when other threads run (here, reproduced on older ones)."""
+    if sys.version_info < (3, 12):
+        fork = os.fork
+
+        def warning_fork():
+            pid = fork()
+            if pid:  # the parent, as 3.12 does
+                warnings.warn(f"This process (pid={os.getpid()}) is multi-threaded, use of fork() "
+                              "may lead to deadlocks in the child.", DeprecationWarning, 2)  # fmt: skip
+            return pid
+
+        monkeypatch.setattr(os, "fork", warning_fork)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            assert Forked(os.getpid).result() != os.getpid()
+    finally:
+        release.set()
+        other.join()
+    assert [str(w.message) for w in shown] == []

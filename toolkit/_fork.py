@@ -9,18 +9,29 @@ child is a copy of the caller with everything imported, so it starts at once; it
 pickled result of ``function(*args)``, or the exception it raised, and exits without running the
 caller's exit handlers. Where there is no ``fork`` (`AVAILABLE` false), callers use a thread.
 
+The work is never lost and the wait is bounded: a child that sends no answer within `result`'s
+``timeout`` (a lock held at the fork by another thread, which the child waits for forever) or
+that ends without one (a signal, ``os._exit``) is killed, and ``function(*args)`` runs in this
+process instead, the same work as without a child, with one warning logged. Python 3.12's
+warning on forking a process that runs other threads is not shown: forking one is this
+module's purpose, and the bounded wait is its answer to that warning's deadlock.
+
 >>> previous = Forked(headline_of_a_read, start, end)
 >>> ...  # meanwhile, something else in this process
->>> previous.result()  # the child's result, or its exception raised here
+>>> previous.result(timeout=30)  # the child's result, or its exception raised here
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
+import select
 import signal
 import sys
+import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,17 +39,28 @@ from toolkit.errors import ToolkitError
 
 __all__ = ["AVAILABLE", "Forked"]
 
+log = logging.getLogger("toolkit.fork")
+
+#: The start of the warning `os.fork` gives from Python 3.12 on when other threads run.
+_MULTITHREADED = r"This process \(pid=\d+\) is multi-threaded"
+
 #: Whether `Forked` may be used: Linux (macOS's system libraries are not safe to use in a forked
 #: child, Windows has no fork).
 AVAILABLE = sys.platform.startswith("linux")
 
 
 class Forked:
-    """``function(*args)`` running in a forked child; `result` waits for it, `cancel` kills it."""
+    """``function(*args)`` running in a forked child; `result` waits for it, `cancel` kills it.
 
-    def __init__(self, function: Callable[..., Any], *args: Any):
+    ``what`` names the work in the warning logged if it has to run in this process instead
+    (``function``'s name by default)."""
+
+    def __init__(self, function: Callable[..., Any], *args: Any, what: str | None = None):
+        self._work = function, args, what or getattr(function, "__qualname__", repr(function))
         reader, writer = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():  # Python 3.12+'s, when other threads run: see above
+            warnings.filterwarnings("ignore", _MULTITHREADED, DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(reader)
             _run_and_exit(writer, function, args)
@@ -46,22 +68,35 @@ class Forked:
         self._pid: int | None = pid
         self._reader: int | None = reader
 
-    def result(self) -> Any:
-        """The child's result; its exception, raised here (a `ToolkitError` naming it if it
-        cannot be sent whole)."""
+    def result(self, timeout: float | None = None) -> Any:
+        """The child's result; its exception, raised here.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait for the child's answer from this call (None: as long as it takes).
+            A child that has not answered by then, or that ends without an answer, is killed and
+            the work runs in this process instead (one warning logged).
+        """
+        pid = self._pid
         try:
-            with open(self._reader, "rb", closefd=False) as pipe:
-                sent = pipe.read()
-            code = os.waitstatus_to_exitcode(self._wait())
+            sent = self._receive(timeout)
+            code = None if sent is None else os.waitstatus_to_exitcode(self._wait())
         finally:
-            self.cancel()  # closes the pipe; kills the child if this wait was interrupted
-        if not sent:
-            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-            raise ToolkitError(f"the worker process ended without an answer ({how})")
-        ok, value = pickle.loads(sent)
-        if ok:
-            return value
-        raise _rebuilt(*value)
+            self.cancel()  # closes the pipe; kills the child if it has not answered
+        if code == 0 and sent:
+            ok, value = pickle.loads(sent)
+            if ok:
+                return value
+            raise _rebuilt(*value)
+        function, args, what = self._work
+        if code is None:
+            how = f"gave no answer within {timeout:g} s (killed)"
+        else:
+            how = f"ended without an answer ({f'killed by signal {-code}' if code < 0 else f'exit code {code}'})"  # fmt: skip
+        log.warning("%s: the forked process (pid %d) %s; running it in this process instead",
+                    what, pid, how)  # fmt: skip
+        return function(*args)
 
     def cancel(self) -> None:
         """Kill the child (if still running) and wait for it."""
@@ -72,6 +107,21 @@ class Forked:
         if self._reader is not None:
             os.close(self._reader)
             self._reader = None
+
+    def _receive(self, timeout: float | None) -> bytes | None:
+        """All the child sent until it closed the pipe; None if it did not within ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        poller = select.poll()
+        poller.register(self._reader, select.POLLIN)
+        chunks = []
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic()) * 1000
+            if not poller.poll(left):  # milliseconds
+                return None
+            chunk = os.read(self._reader, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
 
     def _wait(self) -> int:
         pid, self._pid = self._pid, None

@@ -30,6 +30,7 @@ from toolkit._http import BodyTooLarge, CallLater, Redirected, call_in_thread, f
 from toolkit.errors import ParameterError
 from toolkit.redact import MASK, mask
 from toolkit.timeutil import to_iso
+from toolkit.words import ONGOING
 
 __all__ = ["ALERT_COLUMNS", "Alerts", "Webhook"]
 
@@ -69,6 +70,7 @@ class Alerts:
         self.webhook = None if webhook_url is None else Webhook(webhook_url, on_error=self._report, sleep=sleep)  # fmt: skip
         self._firing: dict[tuple, dict[str, Any]] = {}
         self._quiet: dict[tuple, int] = {}
+        self._last: dict[tuple, dict[str, Any]] = {}  # each firing incident as last found
         self._rows: list[dict[str, Any]] = []
 
     @property
@@ -97,15 +99,15 @@ class Alerts:
             key = tuple(_plain(record[c]) for c in _KEY)
             seen.add(key)
             self._quiet[key] = 0
+            self._last[key] = record
             if key not in self._firing:
                 self._firing[key] = self._alert("firing", record, at)
                 raised.append(self._firing[key])
         for key in [k for k in self._firing if k not in seen]:
             self._quiet[key] += 1
             if self._quiet[key] >= self.resolve_after:
-                record = self._firing.pop(key)
-                del self._quiet[key]
-                raised.append(self._alert("resolved", record, at))
+                del self._firing[key], self._quiet[key]
+                raised.append(self._alert("resolved", self._last.pop(key), at))
         for alert in raised:
             self._rows.append(alert)
             self._deliver(alert)
@@ -117,8 +119,12 @@ class Alerts:
         return True if self.webhook is None else self.webhook.close(timeout)
 
     def _alert(self, state: str, record: dict[str, Any], at: datetime) -> dict[str, Any]:
+        """An alert of ``record``; a resolved one says when it resolved, not that it goes on."""
         alert = {c: _plain(record.get(c)) for c in ALERT_COLUMNS}
         alert.update(at=pd.Timestamp(at), state=state)
+        if state == "resolved" and isinstance(alert["summary"], str):
+            ended = f" (resolved by {alert['at']:%H:%M} UTC)"
+            alert["summary"] = alert["summary"].replace(ONGOING, ended, 1)
         return alert
 
     def _deliver(self, alert: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import pandas as pd
 
 __all__ = [
     "CHANNEL_NAMES",
+    "ONGOING",
     "PROVIDER_NAMES",
     "chance",
     "channel_name",
@@ -25,6 +26,9 @@ __all__ = [
     "provider_name",
     "window",
 ]
+
+#: How an incident's sentence marks it as still going on at the end of the window read.
+ONGOING = " (ongoing)"
 
 #: Providers whose name is not their id with a capital letter.
 PROVIDER_NAMES = {

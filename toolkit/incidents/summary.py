@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.redact import scrub
-from toolkit.words import channel_name, provider_name
+from toolkit.words import ONGOING, channel_name, provider_name
 
 #: The kinds of incident, in the order the docs describe them.
 KINDS = (
@@ -147,7 +147,7 @@ def _example(failure: pd.Series, raw: dict[str, str]) -> str | None:
 
 def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
     if ongoing:
-        return f"since {start:%H:%M} UTC on {start:%b %-d} (ongoing)"
+        return f"since {start:%H:%M} UTC on {start:%b %-d}{ONGOING}"
     if start.date() == end.date():
         return f"from {start:%H:%M} to {end:%H:%M} UTC on {start:%b %-d}"
     return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M} UTC"

@@ -24,6 +24,7 @@ stays under 2 MB; figures have stable element ids, and the same inputs give the 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,6 +70,12 @@ __all__ = [
 ]
 
 TITLE = "Delivery report"
+
+#: Seconds the report waits at least for its previous period's forked process once the window is
+#: read and counted (``concurrent="process"``): one response's deadline (`Transport`'s
+#: ``timeout``), or twice what the window took if longer (the period is as long as the window and
+#: its read started with it). Then the process is killed and the period read in this process.
+PREVIOUS_WAIT = 30.0
 
 #: Element ids of the report's charts, in page order (see `_figures`).
 CHARTS = (
@@ -297,7 +304,8 @@ def report_window(
         Read and count the previous period while the window is read and counted: True in a
         thread (``read`` must be thread-safe), ``"process"`` in a forked child process, on the
         other core (for a program whose only thread is this one, not a notebook: see
-        `toolkit._fork`).
+        `toolkit._fork`); a child without an answer `PREVIOUS_WAIT` after the window is done
+        is killed and the period read in this process (a warning logged).
     """
     out, top = check_out(out), arg.top(top)
     if not (isinstance(concurrent, bool) or concurrent == "process"):
@@ -305,13 +313,15 @@ def report_window(
     after, before = resolve_window(since, until, now=now, after_name="since", before_name="until")
     start = after - (before - after)
     if concurrent == "process":  # only the previous period's headline and counts cross back
-        earlier_read = Forked(_previous, read, start, after)
+        forked_at = time.monotonic()
+        earlier_read = Forked(_previous, read, start, after, what="the previous period's read")
         try:  # the window's contents first: the child ends meanwhile, on the other core
             contents = _contents(_window(read(after, before), "activity"), None, None, top)
         except BaseException:
             earlier_read.cancel()
             raise
-        previous, earlier, earlier_counts = earlier_read.result()
+        took = time.monotonic() - forked_at
+        previous, earlier, earlier_counts = earlier_read.result(max(PREVIOUS_WAIT, 2 * took))
     elif concurrent:  # the previous period is read and counted while the window is
         with ThreadPoolExecutor(1, thread_name_prefix="toolkit-report") as pool:
             earlier_read = pool.submit(_previous, read, start, after)
