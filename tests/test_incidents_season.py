@@ -259,6 +259,26 @@ def test_a_one_off_week_does_not_move_the_season():
     assert np.allclose(season.center(weeks), 10.0)
 
 
+def test_a_quiet_hour_is_expected_from_its_neighbours_too_a_batch_hour_is_not():
+    # a quiet cell (3 an hour, bursty) and a nightly batch (400 at one hour a day) over 3 weeks
+    rng = np.random.default_rng(3)
+    quiet = rng.negative_binomial(1, 1 / 4, (1, 3, season.WEEK)).astype(float)  # mean 3
+    errors = [np.mean((f(quiet)[0] - 3.0) ** 2) for f in (season.center, season.pooled)]
+    assert errors[1] < 0.6 * errors[0]
+    batch = np.zeros((1, 3, season.WEEK))
+    batch[0, :, 2::24] = rng.poisson(400.0, (3, 7))
+    pooled = season.pooled(batch)[0]
+    assert np.allclose(pooled[2::24], season.center(batch)[0, 2::24], rtol=0.05)
+    assert pooled[3::24].max() < 1
+
+
+def test_a_one_off_week_does_not_move_the_pooled_season_either():
+    weeks = np.full((1, 4, season.WEEK), 10.0)
+    weeks[0, 2, 50:52] = 500
+    weeks[0, 1, 80:86] = 0
+    assert np.allclose(season.pooled(weeks), 10.0)
+
+
 def failed_later(activity, job_ids, code: str):
     """``activity`` with the jobs ``job_ids`` failed with ``code``: their final status and code,
     and a Failed execution detail a second after their last one."""

@@ -36,8 +36,9 @@ The seasonal baseline (volume)
 Traffic has a daily and weekly rhythm, so volume is compared with what each group usually sends
 at that hour of that day of the week. `toolkit.delivery_counts` counts delivery jobs per hour and
 (channel, provider, workflow); a cell's expected count at an hour is the median of the same
-hour of the week in other weeks, scaled to the cell's usual weekly total (`season.center`). The
-weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
+hour of the week in other weeks, scaled to the cell's usual weekly total (`season.center`),
+drawn toward the center of that hour and its neighbours by as much as it is uncertain (a quiet
+hour's median of a few weeks is: `season.pooled`). The weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
 weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
 counts query) or such counts. How much counts vary is measured on the same weeks, not assumed:
 each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts

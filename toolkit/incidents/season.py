@@ -3,7 +3,9 @@ and how much it varies.
 
 Counts come as `toolkit.delivery_counts` frames (one row per hour ``bucket`` and (channel,
 provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
-week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`) (the window itself when it spans `MIN_WEEKS` weeks, else
+week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`;
+drawn toward the same of that hour and its neighbours as far as it is uncertain, see `pooled`)
+(the window itself when it spans `MIN_WEEKS` weeks, else
 ``baseline=``; a week of it touching a gap, hours a store does not hold, left out): a daily and
 weekly rhythm, nightly batches and weekly newsletters are in it, a one-off burst in one week is
 not. Groups (channel, provider, workflow) sum their cells. How much a
@@ -144,9 +146,9 @@ def build(
         expected = observed.copy().astype("float64")
         for week in range(weekly.shape[1]):  # each week against the median of the others
             others = np.delete(weekly, week, axis=1)
-            expected[:, first + week * WEEK : first + (week + 1) * WEEK] = center(others)
+            expected[:, first + week * WEEK : first + (week + 1) * WEEK] = pooled(others)
         if first:  # hours before the first whole week: the center of all weeks
-            expected[:, :first] = center(weekly)[:, WEEK - first :]
+            expected[:, :first] = pooled(weekly)[:, WEEK - first :]
         source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
         return Season(keys, hours, cover, observed, expected * cover, weekly, source,
                       weekly.shape[1], after, before, first)  # fmt: skip
@@ -176,7 +178,7 @@ def build(
         if weekly.shape[1] < MIN_WEEKS:
             return (f"the baseline has {weekly.shape[1]} whole weeks without a gap{left_out}, "
                     f"fewer than {MIN_WEEKS}: too few for a weekly season")  # fmt: skip
-    profile = center(weekly)  # cells x 168, from the hour of week of h_hours[first]
+    profile = pooled(weekly)  # cells x 168, from the hour of week of h_hours[first]
     slot = ((hours - h_hours[first]) // HOUR).to_numpy() % WEEK
     source = (
         f"the same hour of the week in the {weekly.shape[1]} weeks of baseline={left_out or ''}"
@@ -215,6 +217,24 @@ def center(weekly: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.clip(np.where(total > 0, usual / total, 1.0), 1.0, 3.0)
     return median * scale[:, None]
+
+
+def pooled(weekly: np.ndarray) -> np.ndarray:
+    """`center`, each hour drawn toward the `center` of the mean of it and the hours either
+    side by as much as its own median is uncertain (empirical Bayes: its own center weighs
+    ``t / (t + v)``, ``v`` the variance of its median, pi/2 that of its weeks' mean, ``t`` how
+    far the cell's hours truly depart from the pooled center: ``r * pool**2``, ``r`` measured
+    on all its hours). A batch hour departs far and stays; a quiet hour's few small counts
+    gain its neighbours'."""
+    weeks = weekly.shape[1]
+    own = center(weekly)
+    pool = center((np.roll(weekly, 1, 2) + weekly + np.roll(weekly, -1, 2)) / 3)
+    noise = weekly.var(1, ddof=1) / weeks * (np.pi / 2) if weeks > 1 else np.zeros_like(own)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.maximum(0, ((own - pool) ** 2 - noise).sum(1)) / (pool**2).sum(1)
+        true = np.nan_to_num(ratio)[:, None] * pool**2
+        weight = np.where(true + noise > 0, true / (true + noise), 1.0)
+    return pool + weight * (own - pool)
 
 
 def dispersion(weekly: np.ndarray) -> np.ndarray:
