@@ -2,15 +2,15 @@
 and how much it varies.
 
 Counts come as `toolkit.delivery_counts` frames (one row per hour ``bucket`` and (channel,
-provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of the same hour of the
-week in the other weeks of the history (scaled to the cell's usual weekly total, see `center`;
-drawn toward the same of that hour and its neighbours as far as it is uncertain, see `pooled`)
-(the window itself when it spans `MIN_WEEKS` weeks, else
-``baseline=``; a week of it touching a gap, hours a store does not hold, left out): a daily and
-weekly rhythm, nightly batches and weekly newsletters are in it, a one-off burst in one week is
-not. Groups (channel, provider, workflow) sum their cells. How much a
-cell's hourly counts vary around that median is measured on the history's own weeks (each against
-the median of the others; the largest 0.5% left out, they are the history's own incidents): its
+provider_id, workflow), with ``jobs``). Each such cell's normal count at an hour is the median of
+the same hour of the week in the other weeks of the history (scaled to the cell's usual weekly
+total, see `center`; drawn toward the same of that hour and its neighbours as far as it is
+uncertain, see `pooled`) (the window itself when it spans `MIN_WEEKS` weeks, else ``baseline=``;
+a week of it touching a gap, hours a store does not hold, left out): a daily and weekly rhythm,
+nightly batches and weekly newsletters are in it, a one-off burst in one week is not. Groups
+(channel, provider, workflow) sum their cells. How much a cell's hourly counts vary around that
+normal count is measured on the history's own weeks (each against the normal count of the
+others; the largest 0.5% left out, they are the history's own incidents): its
 variance at an hour of expected count ``e`` is ``a * e + b * e**2`` (`dispersion`: ``a`` at
 least 1, a Poisson count's; bursts raise ``a``, an hour busier or quieter than usual as a whole
 raises ``b``, so a quiet night varies less than a busy afternoon), and whole days vary together
@@ -144,7 +144,7 @@ def build(
         observed = _matrix(window, keys, hours)
         weekly, first = _weeks(observed, hours)
         expected = observed.copy().astype("float64")
-        for week in range(weekly.shape[1]):  # each week against the median of the others
+        for week in range(weekly.shape[1]):  # each week against the others
             others = np.delete(weekly, week, axis=1)
             expected[:, first + week * WEEK : first + (week + 1) * WEEK] = pooled(others)
         if first:  # hours before the first whole week: the center of all weeks
@@ -240,7 +240,7 @@ def pooled(weekly: np.ndarray) -> np.ndarray:
 def dispersion(weekly: np.ndarray) -> np.ndarray:
     """Each cell's hourly variance ``a * e + b * e**2`` at an expected count ``e``, from its
     weeks (cells x weeks x 168 in, cells x 2 ``(a, b)`` out): the squared departure of each
-    week's hours from the median of the other weeks over their expected count (the Pearson
+    week's hours from the other weeks' expected count (`pooled`) over it (the Pearson
     residual, at least 0.5 expected; hours where nothing was expected nor sent left out; the
     largest `TRIM` left out) is, on average, ``a + b * e``: the least-squares line of the
     residuals on the expected counts (``b`` 0, one mean ``a``, when the busier quarter of the
@@ -249,7 +249,7 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     out = np.tile([1.0, 0.0], (len(weekly), 1))
     pearson, at = [], []
     for week in range(weekly.shape[1]):
-        expected = center(np.delete(weekly, week, axis=1))
+        expected = pooled(np.delete(weekly, week, axis=1))
         seen = weekly[:, week]
         counted = (expected >= 1) | (seen > 0)  # a burst where little is expected counts
         expected = np.maximum(expected, 0.5)
@@ -281,14 +281,14 @@ def hourly_variance(model: np.ndarray, expected: np.ndarray) -> np.ndarray:
 def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     """How much each group's whole days vary together (groups x weeks x 168 in, with its
     `dispersion`): the relative variance ``s`` at which each day's departure from its expected
-    count ``u`` (each week against the median of the others; days of at least 20 expected),
+    count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
     squared, over its variance (its hours' plus ``s * u**2``), has the median of a chi-square
     law of one degree of freedom, `CHI2_MEDIAN` (0 when days vary no more than their hours
     do). A period of expected count ``e`` then has its hours' variance plus ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
-    for week in range(weekly.shape[1]):  # each week against the median of the others
-        day = center(np.delete(weekly, week, axis=1)).reshape(len(weekly), days, 24)
+    for week in range(weekly.shape[1]):  # each week against the others
+        day = pooled(np.delete(weekly, week, axis=1)).reshape(len(weekly), days, 24)
         total = day.sum(2)
         square.append((weekly[:, week].reshape(len(weekly), days, 24).sum(2) - total) ** 2)
         hours.append((model[:, :1, None] * day + model[:, 1:, None] * day**2).sum(2))
