@@ -533,3 +533,13 @@ def test_send_occasions_are_distinct_minutes_alike_in_a_store(engine, tmp_path, 
     assert set(zip(given[1]["channel"], given[1]["provider_id"], strict=True)) == {
         (channel, provider)
     }
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"by": "workflow"}, "by"), ({"by": [["workflow"]], "groups": []}, "groups")],
+)
+def test_send_occasions_refuse_a_bad_grouping_before_counting(options, named):
+    with pytest.raises(ParameterError) as caught:
+        occasion_counts(None, **options)  # no source read: the check comes first
+    assert caught.value.name == named

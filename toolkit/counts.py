@@ -273,6 +273,10 @@ def occasion_counts(
     with jobs: ``bucket``, its dimensions (``string``), ``occasions`` (``int64``) and the first
     and last trigger in the bucket (``first_at``, ``last_at``); `delivery_counts`' ``attrs``.
     Occasions add up over buckets, not over groups."""
+    if isinstance(by, str) or not all(isinstance(one, list | tuple) for one in by):
+        raise ParameterError("by", by, "a list of groupings, each a list of dimensions")
+    if groups is not None and len(groups) != len(by):
+        raise ParameterError("groups", f"{len(groups)} lists", f"one list per grouping of by ({len(by)})")  # fmt: skip
     hour = pd.Timedelta("1h")
     sets = [_dimensions(list(one)) for one in by]
     names = list(dict.fromkeys(name for one in sets for name in one))
