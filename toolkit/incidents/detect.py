@@ -182,6 +182,16 @@ def find_incidents(
         for name in names
     }
     scans = {name: found.scan(name, rule[name]) for name in names}
+    shares = {name for name in ("volume", "channel_volume") if name in scans}
+    daily = (rates.follow_the_day(scan.events, scan.trials[scan.parent], grid.start, grid.step)
+             for scan in (scans[name] for name in shares))  # fmt: skip
+    unjudged = shares if baseline is None and any(daily) else set()
+    if unjudged:  # the rest of the window is no baseline for a share that follows the hour of
+        # the day (each night would be a drop); its periods still count in the correction
+        checked["baseline"] = (f"volume not compared: no seasonal baseline ({seasonal}), and "
+                               "the channels' shares of the notifications follow the hour of the "
+                               "day, so the rest of the window is no baseline; pass baseline= "
+                               "(the weeks before the window)")  # fmt: skip
     learnt = [found.rates[name] for name in names if not tables.SPECS[name].low]
     if learnt:  # what the failure rates were compared with
         said = checked.get("baseline")
@@ -197,7 +207,7 @@ def find_incidents(
         volume.silences(counted, lambda groups: _occasions(groups, source, window, after, before,
                                                            sends, history), alpha / tests)  # fmt: skip
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
-    picked = [(name, pick) for name, scan in scans.items()
+    picked = [(name, pick) for name, scan in scans.items() if name not in unjudged
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
     found.fetch(picked)
     candidates = []
