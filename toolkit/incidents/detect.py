@@ -780,11 +780,11 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
 
 def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     """A recipient domain rejecting mail through several providers at once is one row: the
-    providers' rows that overlap in time are joined (their providers, jobs and impact), and so
-    is a provider's error row whose failures are mostly one domain's (at least `MOST` of them,
-    and twice that domain's share of the provider's sends then). A domain's row whose failures
-    are mostly those of a larger row of its provider (an error hitting every domain) is that
-    row's."""
+    providers' rows that overlap in time are joined (their providers, jobs and impact; a
+    provider named, and its sends counted, once), and so is a provider's error row whose
+    failures are mostly one domain's (at least `MOST` of them, and twice that domain's share of
+    the provider's sends then). A domain's row whose failures are mostly those of a larger row
+    of its provider (an error hitting every domain) is that row's."""
     out: list[dict] = []
     for row in rows:
         if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
