@@ -543,3 +543,64 @@ def test_send_occasions_refuse_a_bad_grouping_before_counting(options, named):
     with pytest.raises(ParameterError) as caught:
         occasion_counts(None, **options)  # no source read: the check comes first
     assert caught.value.name == named
+
+
+def _two_channels(seed: int, *, push_share: float):
+    """Four weeks and a day of one workflow's notifications (60 an hour by day, 6 at night, each
+    hour and day busier or quieter as a whole), each sending in_app, and push to
+    ``push_share`` of them; on the last day push is silent from 10:00 to 15:00. Returns the
+    counts, the jobs push missed and the last day's start."""
+    rng = np.random.default_rng(seed)
+    hours = pd.date_range("2026-10-01", periods=29 * 24, freq="h", tz="UTC")
+    rate = np.where((hours.hour >= 7) & (hours.hour < 22), 60.0, 6.0)
+    level = np.repeat(rng.gamma(33, 1 / 33, 29), 24) * rng.gamma(4, 1 / 4, len(hours))
+    notes = rng.poisson(rate * level)
+    push = rng.binomial(notes, push_share)
+    silent = np.zeros(len(hours), dtype=bool)
+    silent[-24 + 10 : -24 + 15] = True
+    missing = int(push[silent].sum())
+    push[silent] = 0
+    counts = pd.concat([
+        pd.DataFrame({"bucket": hours, "channel": "in_app", "provider_id": "a",
+                      "workflow": "people", "jobs": notes}),
+        pd.DataFrame({"bucket": hours, "channel": "push", "provider_id": "p",
+                      "workflow": "people", "jobs": push}),
+    ], ignore_index=True)  # fmt: skip
+    return counts, missing, hours
+
+
+@pytest.mark.parametrize("push_share", [1.0, 0.5])
+def test_a_silent_channel_misses_what_its_workflows_other_channels_say(push_share):
+    # hours far busier or quieter than usual (relative variance 0.25): the season alone cannot
+    # say what push missed; the workflow's in_app jobs at the time can
+    from toolkit.incidents import volume
+    from toolkit.incidents.scan import Evidence
+
+    counts, missing, hours = _two_channels(8, push_share=push_share)
+    day = hours[-24]
+    built = season.build(lambda: counts[counts["bucket"] >= day], day, hours[-1] + season.HOUR,
+                         counts[counts["bucket"] < day], (hours[0], day))  # fmt: skip
+    scan, groups = volume.scans(built, Evidence(10, 5, 2.0))["channel", True]
+    pick = next(pick for pick in scan.first_round() if groups[0][pick.group]["channel"] == "push")
+    row = volume.candidate(built, "channel", True, groups, pick, scan.tests)
+    push = np.array([n for n, key in enumerate(built.keys) if key[0] == "push"])
+    level = volume._level(built, push, row["first"], row["stop"], row["spread"])[0]
+    alone = built.expected[push, row["first"] : row["stop"]].sum() * level - row["events"]
+    # within 3 sd of what push would have sent of the notifications (binomial), or 5%
+    close = max(0.05 * missing, 3 * np.sqrt(missing * (1 - push_share)))
+    assert abs(row["expected"] - row["events"] - missing) <= close
+    assert abs(alone - missing) > close  # the season alone: far off
+
+
+def test_how_closely_a_channel_follows_the_others_is_measured():
+    from toolkit.incidents.volume import _follows
+
+    rng = np.random.default_rng(3)
+    notes = rng.poisson(40, (4, 168))
+    there = notes.astype(float)
+    assert _follows(there, there) == (1.0, 0.0)  # every notification sends on both
+    # half of the notifications send here: p (1 - p) against p (1 + p) sent independently
+    k, tie = _follows(rng.binomial(notes, 0.5).astype(float), there)
+    assert abs(k - 0.5) < 0.01 and 0.2 < tie < 0.5
+    k, tie = _follows(rng.poisson(20, (4, 168)).astype(float), there)  # independent
+    assert abs(k - 0.5) < 0.01 and 0.7 < tie < 1.4

@@ -73,7 +73,11 @@ provider, workflow) with the activity, or an Activity of other environments, is 
 group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
 busier or quieter than the season's usual one): scaled by the group's jobs over its expected
 jobs in the 24 hours either side, weighed by how much its days vary against how uncertain that
-ratio is (`volume._level`).
+ratio is (`volume._level`). A channel or provider whose workflows keep triggering (a channel
+failing, not a workflow stopping) is also measured against what those workflows sent at the
+time on their other channels, times their usual jobs here per job there; the two estimates are
+weighed by their variances, how closely the channel follows the others measured on the history
+(`volume.expected_jobs`): an hour far busier or quieter than usual is then counted as it was.
 
 Failures
 --------

@@ -9,7 +9,8 @@ on, a silent channel rather than each of its providers. A spike of one provider 
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`). A row's
-expected jobs are at its day's level (`_level`).
+expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.incidents.scan import Evidence, _runs, count_scans
-from toolkit.incidents.season import CELL, HOUR, LEVELS, WEEK, Season, center
+from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
@@ -183,7 +184,7 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     keys, cells, (variance, spread) = groups
     mine, spread = cells[pick.group], (variance[pick.group], spread[pick.group])
     observed = season.observed[mine].sum(0)
-    expected = season.expected[mine].sum(0) * _level(season, mine, pick.first, pick.stop, spread)
+    expected = expected_jobs(season, mine, pick.first, pick.stop, spread)
     # how far it departs: the share of its expected jobs missing, of its jobs extra (the
     # scan's own period, before the edges below)
     core = (pick.expected - pick.events) / pick.expected if low else 1 - pick.expected / pick.events
@@ -222,20 +223,73 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
-def _level(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple) -> float:
+def _level(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple) -> tuple:
     """How busy the group is on the day of hours ``[first, stop)``, relative to the season's
     usual day: its jobs over its expected jobs in the `AROUND` hours either side, weighed
     against 1 by how much days vary (the group's ``spread``: its hourly variance and
-    `toolkit.incidents.season.day_spread`) and how uncertain those hours' ratio is (their
-    variance over their expected count squared): ``1 + w * (ratio - 1)``, ``w = s / (s + u)``."""
+    `toolkit.incidents.season.day_spread` ``s``) and how uncertain those hours' ratio is
+    (their variance over their expected count squared, ``u``): ``1 + w * (ratio - 1)``,
+    ``w = s / (s + u)``; and the relative variance of the day's level left, ``s * u / (s +
+    u)``."""
     observed, expected = season.observed[cells].sum(0), season.expected[cells].sum(0)
     around = np.r_[max(0, first - AROUND) : first, stop : min(len(observed), stop + AROUND)]
     usual = expected[around].sum()
     if not usual or not spread[1]:
-        return 1.0
+        return 1.0, float(spread[1])
     uncertain = spread[0][around].sum() / usual**2
     weight = spread[1] / (spread[1] + uncertain)
-    return float(1 + weight * (observed[around].sum() / usual - 1))
+    return float(1 + weight * (observed[around].sum() / usual - 1)), weight * uncertain
+
+
+def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple):
+    """The jobs the group of ``cells`` was expected to send at each hour of the window, for a
+    row of hours ``[first, stop)``: the season's at the level of its day (`_level`), and, for
+    each of its workflows that also sends on other channels, what those channels' concurrent
+    jobs ``o`` say (a channel or provider failing while its workflows keep triggering): ``k *
+    o``, ``k`` the workflow's jobs here per job there in the history (`_follows`). The two are
+    weighed by their variances: the season's, the hours' plus the day's level left (``v * e /
+    E + r * e**2``); the concurrent one's, ``t * e * (1 + k)``, ``t`` measured on the history
+    too. A workflow that stopped has no jobs on its other channels either: a workflow's own
+    row is measured on the season alone."""
+    level, left = _level(season, cells, first, stop, spread)
+    out = season.expected[cells].sum(0) * level
+    total = np.maximum(season.expected[cells].sum(0), 1e-12)
+    flow, channel = CELL.index("workflow"), CELL.index("channel")
+    channels = {season.keys[cell][channel] for cell in cells}
+    weeks = np.arange(season.reference.shape[1])
+    if season.own is not None and first >= season.own:  # its own week is not its history
+        weeks = weeks[weeks != (first - season.own) // WEEK]
+    for name in {season.keys[cell][flow] for cell in cells} - {None}:
+        here = [cell for cell in cells if season.keys[cell][flow] == name]
+        there = [n for n, key in enumerate(season.keys) if key[flow] == name and key[channel] not in channels]  # fmt: skip
+        if not there:
+            continue
+        history = (season.reference[part][:, weeks].sum(0) for part in (here, there))
+        k, tie = _follows(*history)
+        e = season.expected[here].sum(0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            own = spread[0] * e / total + left * e**2
+            weight = own / (own + tie * e * (1 + k))
+        concurrent = season.observed[there].sum(0) * k
+        usable = (e > 0) & np.isfinite(weight) & (k > 0)
+        out += np.where(usable, weight * (concurrent - e * level), 0.0)
+    return out
+
+
+def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
+    """How a workflow's jobs ``here`` follow its jobs ``there`` (weeks x 168 each): ``k``, its
+    jobs here per job there, and ``t``, their departure from ``k`` times there, squared, over
+    what it would be if each of its notifications sent here independently of there (``k *
+    there * (1 + k)``): 1 then, 0 when each sends on both (the median over the hours with jobs
+    there, as a chi-square variable's, `CHI2_MEDIAN`: the history's own incidents are few)."""
+    if not there.sum():
+        return 0.0, np.inf
+    k = float(here.sum() / there.sum())
+    fit = k * there
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = (here - fit) ** 2 / (fit * (1 + k))
+    ratio = ratio[fit > 0]
+    return k, float(np.median(ratio)) / CHI2_MEDIAN if ratio.size else np.inf
 
 
 def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
@@ -259,8 +313,7 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
             period = slice(last["first"], row["stop"])
             cells = last["cells"]
             observed = int(season.observed[cells, period].sum())
-            level = _level(season, cells, last["first"], row["stop"], last["spread"])
-            expected = float(season.expected[cells, period].sum()) * level
+            expected = float(expected_jobs(season, cells, last["first"], row["stop"], last["spread"])[period].sum())  # fmt: skip
             low = row["kind"] == "volume_drop"
             last.update(stop=row["stop"], end=row["end"], events=observed, jobs=observed,
                         expected=expected, ongoing=row["ongoing"],
