@@ -15,15 +15,19 @@ HISTORY = pd.Timedelta(days=28)
 NIGHT = range(0, 8)  # UTC hours where the planted provider fails more (the test's own data)
 
 
-def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None):
-    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``)
-    that did not fail now fail with ``code``: their last execution detail a Failed one."""
+def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None, domain=None):
+    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``, and
+    to recipients of ``domain``) that did not fail now fail with ``code``: their last execution
+    detail a Failed one."""
     notes, jobs, details = activity
     began = jobs["first_execution_at"]
     chosen = jobs["provider_id"].eq(provider).fillna(False) & jobs["final_status"].ne("failed")
     chosen &= began.dt.hour.isin(list(hours))
     if during is not None:
         chosen &= (began >= during[0]) & (began < during[1])
+    if domain is not None:
+        email = jobs["notification_id"].map(notes.set_index("notification_id")["subscriber_email"])
+        chosen &= email.str.lower().str.endswith("@" + domain).fillna(False)
     flip = chosen.fillna(False).to_numpy() & (rng.random(len(jobs)) < share)
     jobs, details = jobs.copy(), details.copy()
     jobs.loc[flip, ["final_status", "error_code", "error_text"]] = ["failed", code, "refused"]

@@ -126,11 +126,14 @@ failed and the service retried most of them), error_spike, provider_outage below
 ``outage_rate`` (many codes at once), latency_degradation (dropped when most of its slow jobs are
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
-are mostly that domain's joins it; once one provider's bounces are significant, the row takes in
+are mostly that domain's (at least half of them, and twice the domain's share of the provider's
+sends: a domain with most of the sends, failing like the rest, is the provider's error) joins it,
+its provider named once; once one provider's bounces are significant, the row takes in
 the domain's failures of the same cause on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an
-unrelated bounce. No rule depends on a provider's, workflow's or hour's name.
+unrelated bounce. ``kinds`` selects among the rows once they are one per incident; it does not
+change them. No rule depends on a provider's, workflow's or hour's name.
 
 Impact: ``notifications``, ``subscribers`` and ``workflows`` (most hit first) of the jobs of the
 group in the period that met the problem (a failed attempt, even if a retry succeeded later;

@@ -782,19 +782,19 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         if len(slow) and claimed[slow].sum() >= MOST * len(slow):
             continue  # slow because a kept row's failures were retried: that row's cause
         row["kind"] = row["kind"].split(":")[0]
-        if row["kind"] in wanted:
-            kept.append(row)
+        kept.append(row)
         claimed[affected] = True
-    return _one_per_domain(kept, found.jobs)
+    # the kinds asked select rows once they are one per cause: they do not change them
+    return [row for row in _one_per_domain(kept, found.jobs) if row["kind"] in wanted]
 
 
 def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     """A recipient domain rejecting mail through several providers at once is one row: the
-    providers' rows that overlap in time are joined (their providers, jobs and impact), and so
-    is a provider's error row whose failures are mostly one domain's (at least `MOST` of them,
-    and twice that domain's share of the provider's sends then). A domain's row whose failures
-    are mostly those of a larger row of its provider (an error hitting every domain) is that
-    row's."""
+    providers' rows that overlap in time are joined (their providers, jobs and impact; a
+    provider named, and its sends counted, once), and so is a provider's error row whose
+    failures are mostly one domain's (at least `MOST` of them, and twice that domain's share of
+    the provider's sends then). A domain's row whose failures are mostly those of a larger row
+    of its provider (an error hitting every domain) is that row's."""
     out: list[dict] = []
     for row in rows:
         if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
@@ -818,12 +818,12 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
         if same is None:
             out.append(row)
             continue
-        same.setdefault("providers", [same["keys"]["provider_id"]]).append(
-            row["keys"]["provider_id"]
-        )
+        named = same.setdefault("providers", [same["keys"]["provider_id"]])
+        new = row["keys"]["provider_id"] not in named  # else its sends are counted already
+        named += [row["keys"]["provider_id"]] * new
         same["affected"] = np.union1d(same["affected"], row["affected"])
-        trials, events = same["jobs"] + row["jobs"], same["events"] + row["events"]
-        base = same["base_rate"] * same["jobs"] + row["base_rate"] * row["jobs"]
+        trials, events = same["jobs"] + row["jobs"] * new, same["events"] + row["events"]
+        base = same["base_rate"] * same["jobs"] + row["base_rate"] * row["jobs"] * new
         same.update(jobs=trials, events=events, rate=events / trials, base_rate=base / trials,
                     start=min(same["start"], row["start"]), end=max(same["end"], row["end"]),
                     ongoing=same["ongoing"] or row["ongoing"],
