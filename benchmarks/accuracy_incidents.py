@@ -6,14 +6,14 @@ with a daily and weekly rhythm, two time zones, a nightly batch, a morning diges
 newsletter, a one-off campaign, an SMS failover and planted incidents of every kind, and its
 quiet variant (rhythm, batches and bursts only). Each window of 1, 7 and 28 days ending at the
 clock is read with ``baseline=`` the four weeks before it (the 28-day window: none, its own
-weeks). A planted incident (at least `MIN_HITS` notifications in the window) is found when a row
+weeks; ``--alone``: every window without one, as a user with only that window reads it). A planted incident (at least `MIN_HITS` notifications in the window) is found when a row
 has its kind, its provider (or workflow, channel, domain) and a window overlapping it; its impact
 error is the row's notifications against the planted count. The campaign (a ``volume_spike``
 row) and the failover (a ``traffic_shift`` row naming the provider it left) are tolerated, not
 required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
 
-    python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--sandbox]
+    python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -153,7 +153,7 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
-def shaped_sweep(seeds, clocks, windows) -> None:
+def shaped_sweep(seeds, clocks, windows, alone: bool = False) -> None:
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length."""
     found_of: dict[str, list] = {}
@@ -170,7 +170,8 @@ def shaped_sweep(seeds, clocks, windows) -> None:
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
-                    baseline = None if days >= 28 else traffic.window(after - HISTORY, after)[0]
+                    own = alone or days >= 28  # read alone: as a user with only the window
+                    baseline = None if own else traffic.window(after - HISTORY, after)[0]
                     began = time.perf_counter()
                     rows = find_incidents(activity, baseline=baseline)
                     took.append(time.perf_counter() - began)
@@ -258,8 +259,11 @@ def main() -> None:
         "--sandbox", action="store_true", help="also run the sweep on the sandbox's seeded data"
     )
     parser.add_argument("--notifications", type=int, default=20_000)
+    parser.add_argument(
+        "--alone", action="store_true", help="read every window without baseline= (its own weeks)"
+    )
     args = parser.parse_args()
-    shaped_sweep(args.seeds, args.clocks, args.windows)
+    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone)
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

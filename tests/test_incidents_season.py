@@ -174,11 +174,31 @@ def test_a_runaway_workflow_is_a_volume_spike():
     assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
 
 
-def test_without_weeks_of_history_the_fallback_is_stated(shaped):
-    _, _, found = read(shaped, 7, baseline=False)
-    assert found.attrs["baseline"].startswith("no seasonal baseline")
-    for _, row in found[found["kind"].eq("volume_drop")].iterrows():
-        assert "no seasonal baseline" in row["summary"]
+@pytest.mark.parametrize("days", [3, 7, 14])
+def test_without_weeks_of_history_shares_that_follow_the_day_are_not_compared(shaped, days):
+    # the fallback compares each channel's share with the rest of the window: with chat only in
+    # office hours and a nightly batch, every night would be a drop, so volume says it cannot
+    _, planted, found = read(shaped, days, baseline=False)
+    said = found.attrs["baseline"]
+    assert said.startswith("volume not compared: no seasonal baseline (the window")
+    assert "follow the hour of the day" in said and "pass baseline=" in said
+    assert not found["kind"].isin(["volume_drop", "volume_spike", "traffic_shift"]).any()
+    failures = {i["kind"] for i in planted} & {"provider_outage", "domain_bounces", "error_spike"}
+    assert failures <= set(found["kind"])  # failures are still compared: they are rates
+
+
+def test_a_share_follows_the_day_when_its_hours_differ_beyond_chance():
+    from toolkit.incidents.rates import follow_the_day
+
+    rng = np.random.default_rng(5)
+    hours = np.arange(7 * 24)
+    total = rng.poisson(np.where(hours % 24 >= 8, 200, 20))  # busy days, quiet nights
+    start, step = pd.Timestamp("2026-10-05", tz="UTC"), pd.Timedelta("1h")
+    flat = rng.binomial(total, 0.3)  # the same share at every hour: the rest of the window fits
+    office = rng.binomial(total, np.where((hours % 24 >= 9) & (hours % 24 < 18), 0.4, 0.05))
+    assert follow_the_day(flat[None], total[None], start, step) is False
+    assert follow_the_day(np.stack([flat, office]), np.stack([total, total]), start, step)
+    assert follow_the_day(office[None, :36], total[None, :36], start, step) is None  # < 2 days
 
 
 def test_counts_are_a_baseline_too(shaped):

@@ -66,7 +66,11 @@ channel it sends on). A provider's spike while another provider of its channel s
 much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume
 is compared as before, as each (channel, provider)'s and channel's share of the notifications
 against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows'
-summary say so. A store's days without files are gaps: the history's weeks touching them are
+summary say so; but only when those shares are seen not to follow the hour of the day (over at
+least two days of the window, the failure rates' F test: `rates.follow_the_day`). Shares that
+follow it, or a window too short to tell, make the rest of the window no baseline (each night
+would be a drop): volume is then not compared, and ``attrs["baseline"]`` says why and asks for
+``baseline=``. A store's days without files are gaps: the history's weeks touching them are
 left out (fewer than three whole weeks left: the fallback). A baseline sharing no (channel,
 provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the

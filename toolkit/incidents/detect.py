@@ -182,6 +182,12 @@ def find_incidents(
         for name in names
     }
     scans = {name: found.scan(name, rule[name]) for name in names}
+    shares = {name for name in ("volume", "channel_volume") if name in scans}
+    why = _unjudged([scans[name] for name in shares], grid) if baseline is None else None
+    unjudged = shares if why else set()  # their periods still count in the correction
+    if why:
+        checked["baseline"] = (f"volume not compared: no seasonal baseline ({seasonal}), and "
+                               f"{why}; pass baseline= (the weeks before the window)")  # fmt: skip
     learnt = [found.rates[name] for name in names if not tables.SPECS[name].low]
     if learnt:  # what the failure rates were compared with
         said = checked.get("baseline")
@@ -197,7 +203,7 @@ def find_incidents(
         volume.silences(counted, lambda groups: _occasions(groups, source, window, after, before,
                                                            sends, history), alpha / tests)  # fmt: skip
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
-    picked = [(name, pick) for name, scan in scans.items()
+    picked = [(name, pick) for name, scan in scans.items() if name not in unjudged
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
     found.fetch(picked)
     candidates = []
@@ -224,6 +230,21 @@ def find_incidents(
 
 
 # -- parameters and the window ---------------------------------------------------------------
+
+
+def _unjudged(shares: list[Scan], grid: tables.Grid) -> str | None:
+    """Why the volume ``shares`` scans cannot take the rest of the window as their baseline
+    (None: they can): shares that follow the hour of the day (each night would be a drop), or
+    a window too short to tell (`rates.follow_the_day`)."""
+    daily = {rates.follow_the_day(scan.events, scan.trials[scan.parent], grid.start, grid.step)
+             for scan in shares}  # fmt: skip
+    if daily <= {False}:
+        return None
+    if True in daily:
+        return ("the channels' shares of the notifications follow the hour of the day, so the "
+                "rest of the window is no baseline")  # fmt: skip
+    return ("the window spans less than two days: too short to tell the hour of the day's "
+            "rhythm from an incident")  # fmt: skip
 
 
 def _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate) -> None:

@@ -105,6 +105,19 @@ def learn(
     return Rates(weight, dispersion, varies, weeks, what)
 
 
+def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:
+    """Whether any group's rate (``events`` over ``trials``, groups x buckets of ``step`` from
+    ``start``) varies by slot of the day beyond chance (`_profile`, at `PROFILE_ALPHA` over the
+    groups); None when that cannot be seen: buckets covering less than two days, or not
+    dividing a day."""
+    slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
+    if not slots or events.shape[1] < 2 * slots:
+        return None
+    slot = _slot_of(start, step, events.shape[1], step, slots)
+    return any(_profile(k, n, slot, slots)[1] <= PROFILE_ALPHA / len(events)
+               for k, n in zip(events, trials, strict=True))  # fmt: skip
+
+
 def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     """A group's rate at each slot of the day over its mean rate, the p-value that its rate
     varies by slot (the quasi-likelihood F test: the slots' departures from the mean rate
