@@ -114,6 +114,15 @@ def test_the_kinds_asked_select_a_domains_row_they_do_not_change_it(two_codes):
     assert find_incidents(bounced, baseline=history, kinds=list(PROVIDER_ROWS)).empty
 
 
+def assert_one_provider_row(found: pd.DataFrame, provider: str, hit: pd.DataFrame) -> None:
+    """One row, the provider's error (no domain), with the planted failures' notifications."""
+    assert len(found) == 1, list(found["summary"])
+    row = found.iloc[0]
+    assert row["kind"] in PROVIDER_ROWS and row["provider_id"] == provider
+    assert pd.isna(row["domain"])
+    assert abs(row["notifications"] - hit["notification_id"].nunique()) <= 0.1 * len(hit)
+
+
 @pytest.mark.parametrize("worse", [0.0, 0.9], ids=["alike", "worse-for-one-domain"])
 def test_an_error_hitting_every_domain_is_one_provider_row(quiet, worse):
     """Every domain failing alike, or one domain worse than the rest (its own row, mostly that
@@ -124,12 +133,7 @@ def test_an_error_hitting_every_domain_is_one_provider_row(quiet, worse):
     if worse:
         failing = fail(failing, provider, "4.2.2", worse, domain=domain, seed=1)
     hit = planted(week, failing, provider)
-    found = find_incidents(failing, baseline=history)
-    assert len(found) == 1, list(found["summary"])
-    row = found.iloc[0]
-    assert row["kind"] in PROVIDER_ROWS and row["provider_id"] == provider
-    assert pd.isna(row["domain"])
-    assert abs(row["notifications"] - hit["notification_id"].nunique()) <= 0.1 * len(hit)
+    assert_one_provider_row(find_incidents(failing, baseline=history), provider, hit)
 
 
 def test_a_domain_with_most_of_a_providers_sends_is_not_its_bounces_below_twice(quiet):
@@ -149,9 +153,4 @@ def test_a_domain_with_most_of_a_providers_sends_is_not_its_bounces_below_twice(
     failed = hit["domain"].eq(main.index[0]).mean()
     assert main.iloc[0] > 0.5 and share > 0.5  # the case: most of the provider's sends
     assert share + 0.1 < failed < 2 * share  # more than its share of the failures, not twice
-    found = find_incidents(failing, baseline=history)
-    assert len(found) == 1, list(found["summary"])
-    row = found.iloc[0]
-    assert row["kind"] in PROVIDER_ROWS and row["provider_id"] == provider
-    assert pd.isna(row["domain"])
-    assert abs(row["notifications"] - hit["notification_id"].nunique()) <= 0.1 * len(hit)
+    assert_one_provider_row(find_incidents(failing, baseline=history), provider, hit)

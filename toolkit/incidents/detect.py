@@ -187,7 +187,8 @@ def find_incidents(
     unjudged = shares if why else set()  # their periods still count in the correction
     if why:
         checked["baseline"] = (f"volume not compared: no seasonal baseline ({seasonal}), and "
-                               f"{why}; pass baseline= (the weeks before the window)")  # fmt: skip
+                               f"{why}; pass baseline= the {season.MIN_WEEKS} weeks or more "
+                               "before the window")  # fmt: skip
     learnt = [found.rates[name] for name in names if not tables.SPECS[name].low]
     if learnt:  # what the failure rates were compared with
         said = checked.get("baseline")
