@@ -624,3 +624,30 @@ def test_how_closely_a_channel_follows_the_others_is_measured():
     assert abs(k - 0.5) < 0.01 and 0.2 < tie < 0.5
     k, tie = _follows(rng.poisson(20, (4, 168)).astype(float), there)  # independent
     assert abs(k - 0.5) < 0.01 and 0.7 < tie < 1.4
+
+
+CLOCK = pd.Timestamp("2026-03-18T03:30:00Z")  # windows from half past: a part-hour at each end
+
+
+def test_an_hour_only_partly_in_the_window_is_no_drop():
+    # seed 4's morning digest goes out in the first quarter of 03:00 UTC: a window from 03:30
+    # holds none of it, so that hour is left out, not compared with half its usual count
+    quiet = shaped_traffic(4, CLOCK, incidents=False)
+    after = CLOCK - pd.Timedelta(days=7)
+    activity, _ = quiet.window(after, CLOCK)
+    found = find_incidents(activity, baseline=quiet.window(after - HISTORY, after)[0])
+    assert found.empty, list(found["summary"])
+
+
+def test_a_channel_silent_over_two_rounds_of_its_scan_is_one_channel_row():
+    # the push channel's drop is found in two overlapping periods, joined: the channel departs
+    # as far as each of its providers, so the channel's row is kept, with the whole impact
+    traffic = shaped_traffic(4, CLOCK)
+    activity, planted = traffic.window(CLOCK - HISTORY, CLOCK)
+    found = find_incidents(activity)
+    push = next(i for i in planted if i["kind"] == "volume_drop" and i["channel"] == "push")
+    drops = found[found["kind"].eq("volume_drop") & found["channel"].eq("push")]
+    assert len(drops) == 1 and pd.isna(drops.iloc[0]["provider_id"]), list(drops["summary"])
+    assert (
+        abs(drops.iloc[0]["notifications"] - push["notifications"]) <= 0.1 * push["notifications"]
+    )

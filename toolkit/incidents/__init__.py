@@ -40,7 +40,9 @@ hour of the week in other weeks, scaled to the cell's usual weekly total (`seaso
 drawn toward the center of that hour and its neighbours by as much as it is uncertain (a quiet
 hour's median of a few weeks is: `season.pooled`). The weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
 weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
-counts query) or such counts. How much counts vary is measured on the same weeks, not assumed:
+counts query) or such counts. An hour only partly inside the window is left out (its jobs may
+all fall in the part outside: a batch in its first minutes). How much counts vary is measured
+on the same weeks, not assumed:
 each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts
 raise ``a``, busier or quieter hours ``b``: a quiet night varies less than a busy afternoon;
 `season.dispersion`) and how much whole days vary together (``spread``, `season.day_spread`); a

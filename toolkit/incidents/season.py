@@ -53,7 +53,9 @@ SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 class Season:
     """Observed and expected hourly counts of each cell over the window's hours.
 
-    ``hours`` are the window's hour buckets; ``cover`` the share of each inside the window;
+    ``hours`` are the window's hour buckets; ``cover`` the share of each inside the window (an
+    hour only partly inside has no observed nor expected count: its jobs may all fall in the
+    part outside, a batch in its first minutes);
     ``keys`` the cells' values; ``reference`` the weeks the season was learnt from.
     """
 
@@ -150,7 +152,8 @@ def build(
         if first:  # hours before the first whole week: the center of all weeks
             expected[:, :first] = pooled(weekly)[:, WEEK - first :]
         source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
-        return Season(keys, hours, cover, observed, expected * cover, weekly, source,
+        whole = cover >= 1
+        return Season(keys, hours, cover, observed * whole, expected * whole, weekly, source,
                       weekly.shape[1], after, before, first)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
@@ -183,7 +186,8 @@ def build(
     source = (
         f"the same hour of the week in the {weekly.shape[1]} weeks of baseline={left_out or ''}"
     )
-    return Season(keys, hours, cover, observed, profile[:, slot] * cover, weekly, source,
+    whole = cover >= 1
+    return Season(keys, hours, cover, observed * whole, profile[:, slot] * whole, weekly, source,
                   weekly.shape[1], after, before)  # fmt: skip
 
 

@@ -304,22 +304,22 @@ def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:
     """Periods of one group and direction at most `GAP` hours apart (the scan's rounds over a
-    long departure) joined into one."""
+    long departure) joined into one; how far it departs (``share``, of the scan's own periods)
+    is theirs, weighed by their expected jobs."""
     out: list[dict] = []
     for row in sorted(rows, key=lambda r: (r["scan"], str(r["keys"]), r["kind"], r["first"])):
         last = out[-1] if out else None
         if (last is not None and (last["scan"], last["keys"], last["kind"])
                 == (row["scan"], row["keys"], row["kind"]) and row["first"] <= last["stop"] + GAP):  # fmt: skip
-            period = slice(last["first"], row["stop"])
-            cells = last["cells"]
+            stop = max(last["stop"], row["stop"])
+            period, cells = slice(last["first"], stop), last["cells"]
             observed = int(season.observed[cells, period].sum())
-            expected = float(expected_jobs(season, cells, last["first"], row["stop"], last["spread"])[period].sum())  # fmt: skip
-            low = row["kind"] == "volume_drop"
-            last.update(stop=row["stop"], end=row["end"], events=observed, jobs=observed,
-                        expected=expected, ongoing=row["ongoing"],
-                        p_value=min(last["p_value"], row["p_value"]),
-                        share=(expected - observed) / expected if low
-                        else (observed - expected) / observed)  # fmt: skip
+            expected = float(expected_jobs(season, cells, last["first"], stop, last["spread"])[period].sum())  # fmt: skip
+            weights = np.array([last["expected"], row["expected"]])
+            share = float(np.average([last["share"], row["share"]], weights=weights)) if weights.sum() else max(last["share"], row["share"])  # fmt: skip
+            last.update(stop=stop, end=max(last["end"], row["end"]), events=observed,
+                        jobs=observed, expected=expected, ongoing=last["ongoing"] or row["ongoing"],
+                        p_value=min(last["p_value"], row["p_value"]), share=share)  # fmt: skip
         else:
             out.append(row)
     return out
