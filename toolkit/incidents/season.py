@@ -53,15 +53,15 @@ SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 class Season:
     """Observed and expected hourly counts of each cell over the window's hours.
 
-    ``hours`` are the window's hour buckets; ``cover`` the share of each inside the window (an
-    hour only partly inside has no observed nor expected count: its jobs may all fall in the
-    part outside, a batch in its first minutes);
+    ``hours`` are the window's hour buckets; ``inside`` which of them lie wholly inside the
+    window (an hour only partly inside has no observed nor expected count: its jobs may all
+    fall in the part outside, a batch in its first minutes);
     ``keys`` the cells' values; ``reference`` the weeks the season was learnt from.
     """
 
     keys: list[tuple]
     hours: pd.DatetimeIndex
-    cover: np.ndarray
+    inside: np.ndarray
     observed: np.ndarray
     expected: np.ndarray
     reference: np.ndarray  # cells x weeks x 168: the history the season was learnt from
@@ -132,10 +132,7 @@ def build(
     hours = hours.as_unit("ns")
     if len(hours) == 0:
         return "the window is shorter than an hour"
-    starts = hours.asi8.astype("float64")
-    ends = starts + HOUR.value
-    cover = (np.minimum(ends, before.value) - np.maximum(starts, after.value)) / HOUR.value
-    cover = np.clip(cover, 0, 1)
+    inside = (hours.asi8 >= after.value) & (hours.asi8 + HOUR.value <= before.value)
     own_weeks = (before - after) // pd.Timedelta(days=7)
     if own_weeks >= MIN_WEEKS or history is None:
         if own_weeks < MIN_WEEKS:
@@ -152,8 +149,7 @@ def build(
         if first:  # hours before the first whole week: the center of all weeks
             expected[:, :first] = pooled(weekly)[:, WEEK - first :]
         source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
-        whole = cover >= 1
-        return Season(keys, hours, cover, observed * whole, expected * whole, weekly, source,
+        return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
                       weekly.shape[1], after, before, first)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
@@ -186,8 +182,7 @@ def build(
     source = (
         f"the same hour of the week in the {weekly.shape[1]} weeks of baseline={left_out or ''}"
     )
-    whole = cover >= 1
-    return Season(keys, hours, cover, observed * whole, profile[:, slot] * whole, weekly, source,
+    return Season(keys, hours, inside, observed * inside, profile[:, slot] * inside, weekly, source,
                   weekly.shape[1], after, before)  # fmt: skip
 
 

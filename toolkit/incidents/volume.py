@@ -252,8 +252,8 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
     too. A workflow that stopped has no jobs on its other channels either: a workflow's own
     row is measured on the season alone."""
     level, left = _level(season, cells, first, stop, spread)
-    out = season.expected[cells].sum(0) * level
-    total = np.maximum(season.expected[cells].sum(0), 1e-12)
+    usual = season.expected[cells].sum(0)
+    out, total = usual * level, np.maximum(usual, 1e-12)
     flow, channel = CELL.index("workflow"), CELL.index("channel")
     channels = {season.keys[cell][channel] for cell in cells}
     weeks = np.arange(season.reference.shape[1])
