@@ -218,7 +218,7 @@ def find_incidents(
     for (level, low), (scan, groups) in counted.items():
         for pick in _significant(scan, alpha / tests):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
-            if row["p_value"] <= alpha:
+            if row["p_value"] <= alpha and volume.confirmed(seasonal, row, alpha):
                 moved.append(row)
     moved = [row for row in volume.one_per_cause(seasonal, moved) if row["kind"] in wanted]
     if moved:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import Evidence, _runs, count_scans
+from toolkit.incidents.scan import Evidence, _runs, count_p_value, count_scans
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -31,6 +31,11 @@ GAP = 12
 SHIFT_SHARE = 0.5
 #: Hours either side of a period whose jobs say how busy its day is (`_level`).
 AROUND = 24
+#: Hours either side of a row whose jobs set its level against the other days (`confirmed`).
+BESIDE = 12
+#: Fewest other days a row is confirmed against, and hours of it compared (`confirmed`).
+MIN_DAYS = 5
+DAY = 24
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -42,7 +47,11 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         rules = [
             Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low) for low in lows
         ]
-        for low, scan in zip(lows, count_scans(observed, expected, variance, rules), strict=True):
+        # two weeks: each week's expected counts are the other's, bursts included; its busiest
+        # traffic is what both weeks sent
+        busiest = np.minimum(observed, expected).max(1) if season.confirm else None
+        made = count_scans(observed, expected, variance, rules, busiest)
+        for low, scan in zip(lows, made, strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
 
@@ -223,6 +232,68 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
+def confirmed(season: Season, row: dict, alpha: float) -> bool:
+    """Whether ``row`` is its own week's departure, when its season asks (`Season.confirm`: two
+    weeks, each the other's only history, so that an incident in one week is an opposite
+    departure of the other): its first `DAY` hours depart from the same hours of the window's
+    other days (`_against_days`; negative binomial, at ``alpha``), and more than the other
+    week's same hours depart the other way (the two weeks share the hour of the week: what the
+    other days cannot know of it, a Sunday night's, is in both)."""
+    if not season.confirm:
+        return True
+    counts = season.observed[row["cells"]].sum(0)
+    first, stop = row["first"], min(row["stop"], row["first"] + DAY)
+    low = row["kind"] == "volume_drop"
+    own = _against_days(season, counts, first, stop)
+    if own is None or count_p_value(own[0], own[1], own[2], low=low) > alpha:
+        return False
+    other = first + WEEK if stop + WEEK <= len(counts) else first - WEEK
+    mirror = _against_days(season, counts, other, other + stop - first) if other >= 0 else None
+    if mirror is None:
+        return True
+    ratio = (own[0] + 1) / (own[1] + 1) * (mirror[0] + 1) / (mirror[1] + 1)
+    return bool(ratio <= 1 if low else ratio >= 1)
+
+
+def _against_days(season: Season, counts: np.ndarray, first: int, stop: int) -> tuple | None:
+    """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the window's other days say
+    (`_predict`, from the days at least `MIN_DAYS` apart from them and their `BESIDE` hours
+    either side) and the dispersion those days show, each predicted from the rest (None: too
+    few such days)."""
+    hours = len(counts)
+    period = np.arange(first, stop)
+    beside = np.r_[first - BESIDE : first, stop : stop + BESIDE]
+    beside = beside[(beside >= 0) & (beside < hours)]
+    beside = beside[season.inside[beside]]
+    span, reach = np.r_[period, beside], stop - first + BESIDE
+    shifts = [s for s in range(-(hours // 24) * 24, hours, 24) if abs(s) >= reach
+              and (span + s).min() >= 0 and (span + s).max() < hours
+              and season.inside[span + s].all()]  # fmt: skip
+    days = np.array([(counts[period + s].sum(), counts[beside + s].sum()) for s in shifts])
+    if len(days) < MIN_DAYS:
+        return None
+    expected = _predict((counts[period].sum(), counts[beside].sum()), days)
+    fitted = [(day[0], _predict(day, np.delete(days, n, axis=0))) for n, day in enumerate(days)]
+    fitted = np.array([pair for pair in fitted if pair[1] is not None])
+    if expected is None or len(fitted) < MIN_DAYS - 1:
+        return None
+    pearson = (fitted[:, 0] - fitted[:, 1]) ** 2 / np.maximum(fitted[:, 1], 0.5)
+    return counts[period].sum(), expected, max(1.0, float(np.median(pearson)) / CHI2_MEDIAN)
+
+
+def _predict(own: tuple, days: np.ndarray) -> float | None:
+    """The jobs of a period on a day with ``own[1]`` jobs beside it, from ``days`` (each
+    ``(period, beside)``): those beside times the median ratio of the days with jobs beside
+    (at least `MIN_DAYS` - 1 of them: else None, the days are another regime, a provider before
+    a failover); with none beside, the median of the days' periods (a batch)."""
+    ok = days[:, 1] > 0
+    if not own[1]:
+        return float(np.median(days[:, 0]))
+    if ok.sum() < MIN_DAYS - 1:
+        return None
+    return float(own[1] * np.median(days[ok, 0] / days[ok, 1]))
+
+
 def _level(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple) -> tuple:
     """How busy the group is on the day of hours ``[first, stop)``, relative to the season's
     usual day: its jobs over its expected jobs in the `AROUND` hours either side, weighed
@@ -273,6 +344,23 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
         concurrent = season.observed[there].sum(0) * k
         usable = (e > 0) & np.isfinite(weight) & (k > 0)
         out += np.where(usable, weight * (concurrent - e * level), 0.0)
+    return _with_other_days(season, cells, first, stop, out, spread) if season.confirm else out
+
+
+def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarray, spread):
+    """``out`` (a group's expected jobs at each hour) with its hours ``[first, stop)`` weighed
+    with what the window's other days say of them (`_against_days`), by their variances: the
+    other week's count is one draw (its period's variance and day spread, as tested), the other
+    days' has the dispersion they show."""
+    days = _against_days(season, season.observed[cells].sum(0), first, stop)
+    week = float(out[first:stop].sum())
+    if days is None or week <= 0:
+        return out
+    weekly = float(spread[0][first:stop].sum()) + spread[1] * week**2
+    daily = days[2] * max(days[1], 1.0)
+    total = (week * daily + days[1] * weekly) / (weekly + daily)
+    out = out.copy()
+    out[first:stop] *= total / week
     return out
 
 
