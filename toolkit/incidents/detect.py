@@ -108,7 +108,8 @@ def find_incidents(
     baseline : Activity, Store or DataFrame, optional
         What normal looks like: for volume, the weeks before the window (an Activity, a Store:
         its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
-        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
+        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks
+        (two weeks alone are each other's history, each row confirmed by the other days);
         for failure rates, an Activity replaces the rest of the window.
     jobs : DataFrame or pyarrow.Table, optional
         ``metrics.delivery_jobs(source)`` (or `toolkit.counts.Given`'s ``jobs``) if already
@@ -218,9 +219,9 @@ def find_incidents(
     for (level, low), (scan, groups) in counted.items():
         for pick in _significant(scan, alpha / tests):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
-            if row["p_value"] <= alpha and volume.confirmed(seasonal, row, alpha):
+            if row["p_value"] <= alpha:
                 moved.append(row)
-    moved = [row for row in volume.one_per_cause(seasonal, moved) if row["kind"] in wanted]
+    moved = [row for row in volume.one_per_cause(seasonal, moved, alpha) if row["kind"] in wanted]
     if moved:
         volume.impact(moved, engine_counts.group_counts(source, **window, groups=[
             (row["keys"], row["start"], row["end"]) for row in moved]))  # fmt: skip

@@ -10,7 +10,8 @@ while another provider of it sends at least half as much less than expected is o
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`). A row's
 expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`).
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
+season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
 from __future__ import annotations
@@ -321,7 +322,8 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
     weighed by their variances: the season's, the hours' plus the day's level left (``v * e /
     E + r * e**2``); the concurrent one's, ``t * e * (1 + k)``, ``t`` measured on the history
     too. A workflow that stopped has no jobs on its other channels either: a workflow's own
-    row is measured on the season alone."""
+    row is measured on the season alone. A season of two weeks (`Season.confirm`) also weighs
+    what the window's other days say of the row's hours (`_with_other_days`)."""
     level, left = _level(season, cells, first, stop, spread)
     usual = season.expected[cells].sum(0)
     out, total = usual * level, np.maximum(usual, 1e-12)
@@ -380,12 +382,14 @@ def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
     return k, float(np.median(ratio)) / CHI2_MEDIAN if ratio.size else np.inf
 
 
-def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
-    """The volume rows left when each cause is one row (see the module docstring)."""
+def one_per_cause(season: Season, rows: list[dict], alpha: float) -> list[dict]:
+    """The volume rows left when each cause is one row (see the module docstring), a cause
+    kept when it is its own week's (`confirmed`, at ``alpha``)."""
     rows, kept = _joined(season, rows), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
+    kept = [row for row in kept if confirmed(season, row, alpha)]
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
@@ -445,12 +449,13 @@ def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> f
 
 
 def _same_cause(season: Season, row: dict, kept: dict) -> bool:
-    """Whether most of ``row``'s missing (extra) jobs are in ``kept``'s cells and period."""
+    """Whether most of ``row``'s missing (extra) jobs, as it counts them, are in ``kept``'s
+    cells and period."""
     if row["kind"] != kept["kind"] or row["start"] >= kept["end"] or row["end"] <= kept["start"]:
         return False
     shared = np.intersect1d(row["cells"], kept["cells"])
     both = slice(max(row["first"], kept["first"]), min(row["stop"], kept["stop"]))
-    whole = _departure(season, row, row["cells"], slice(row["first"], row["stop"]))
+    whole = abs(row["expected"] - row["events"])
     return bool(len(shared)) and _departure(season, row, shared, both) >= 0.5 * whole
 
 
