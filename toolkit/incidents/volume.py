@@ -244,21 +244,21 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
         return True
     counts = season.observed[row["cells"]].sum(0)
     first, stop = row["first"], min(row["stop"], row["first"] + DAY)
-    low = row["kind"] == "volume_drop"
-    own = _against_days(season, counts, first, stop)
+    low = row["kind"] != "volume_spike"  # a shift: its provider's drop
+    own = _against_days(season, counts, first, stop, low)
     if own is None or count_p_value(own[0], own[1], own[2], low=low) > alpha:
         return False
     other = first + WEEK if stop + WEEK <= len(counts) else first - WEEK
-    mirror = _against_days(season, counts, other, other + stop - first) if other >= 0 else None
+    mirror = _against_days(season, counts, other, other + stop - first, low) if other >= 0 else None
     if mirror is None:
         return True
     ratio = (own[0] + 1) / (own[1] + 1) * (mirror[0] + 1) / (mirror[1] + 1)
     return bool(ratio <= 1 if low else ratio >= 1)
 
 
-def _against_days(season: Season, counts: np.ndarray, first: int, stop: int) -> tuple | None:
+def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low: bool):
     """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the window's other days say
-    (`_predict`, from the days at least `MIN_DAYS` apart from them and their `BESIDE` hours
+    (`_predict`, of a drop when ``low``, from the days at least `MIN_DAYS` apart from them and their `BESIDE` hours
     either side) and the dispersion those days show, each predicted from the rest (None: too
     few such days)."""
     hours = len(counts)
@@ -273,8 +273,10 @@ def _against_days(season: Season, counts: np.ndarray, first: int, stop: int) -> 
     days = np.array([(counts[period + s].sum(), counts[beside + s].sum()) for s in shifts])
     if len(days) < MIN_DAYS:
         return None
-    expected = _predict((counts[period].sum(), counts[beside].sum()), days)
-    fitted = [(day[0], _predict(day, np.delete(days, n, axis=0))) for n, day in enumerate(days)]
+    expected = _predict((counts[period].sum(), counts[beside].sum()), days, low)
+    fitted = [
+        (day[0], _predict(day, np.delete(days, n, axis=0), low)) for n, day in enumerate(days)
+    ]
     fitted = np.array([pair for pair in fitted if pair[1] is not None])
     if expected is None or len(fitted) < MIN_DAYS - 1:
         return None
@@ -282,14 +284,15 @@ def _against_days(season: Season, counts: np.ndarray, first: int, stop: int) -> 
     return counts[period].sum(), expected, max(1.0, float(np.median(pearson)) / CHI2_MEDIAN)
 
 
-def _predict(own: tuple, days: np.ndarray) -> float | None:
+def _predict(own: tuple, days: np.ndarray, low: bool) -> float | None:
     """The jobs of a period on a day with ``own[1]`` jobs beside it, from ``days`` (each
     ``(period, beside)``): those beside times the median ratio of the days with jobs beside
     (at least `MIN_DAYS` - 1 of them: else None, the days are another regime, a provider before
-    a failover); with none beside, the median of the days' periods (a batch)."""
+    a failover); with none beside, the median of the days' periods (a batch) or, of a drop
+    (``low``), none (a group silent all around, a provider before it took over)."""
     ok = days[:, 1] > 0
     if not own[1]:
-        return float(np.median(days[:, 0]))
+        return 0.0 if low else float(np.median(days[:, 0]))
     if ok.sum() < MIN_DAYS - 1:
         return None
     return float(own[1] * np.median(days[ok, 0] / days[ok, 1]))
@@ -354,7 +357,7 @@ def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarr
     with what the window's other days say of them (`_against_days`), by their variances: the
     other week's count is one draw (its period's variance and day spread, as tested), the other
     days' has the dispersion they show."""
-    days = _against_days(season, season.observed[cells].sum(0), first, stop)
+    days = _against_days(season, season.observed[cells].sum(0), first, stop, low=True)
     week = float(out[first:stop].sum())
     if days is None or week <= 0:
         return out
@@ -389,8 +392,8 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float) -> list[dict]:
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
-    kept = [row for row in kept if confirmed(season, row, alpha)]
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
+    shifted = [row for row in shifted if confirmed(season, row, alpha)]
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
@@ -475,7 +478,7 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
             cells = [n for n, key in enumerate(season.keys) if key[:2] == (channel, other)]
             gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
             if gap > missing:
-                best, missing, seen = other, gap, season.observed[cells, period].sum()
+                best, missing, seen, left = other, gap, season.observed[cells, period].sum(), cells
         if best is None or missing < SHIFT_SHARE * extra:
             continue
         used.add(id(spike))
@@ -483,7 +486,8 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
                  and row["keys"] == {"channel": channel, "provider_id": best}}  # fmt: skip
         keys = {"channel": channel, "provider_id": best}
         out.append({**spike, "kind": "traffic_shift", "keys": keys, "to": spike,
-                    "events": int(seen), "jobs": int(seen), "expected": seen + missing})  # fmt: skip
+                    "cells": np.array(left), "events": int(seen), "jobs": int(seen),
+                    "expected": seen + missing})  # fmt: skip
     return out + [row for row in rows if id(row) not in used]
 
 
