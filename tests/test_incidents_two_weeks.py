@@ -50,6 +50,17 @@ def test_a_stopped_workflow_and_a_runaway_are_found_and_nothing_else_of_volume(t
     assert all(overlaps(row, campaign) for row in others) and len(others) <= 1, said
 
 
+def test_a_failover_in_the_second_week_is_one_shift_not_its_mirror_in_the_first(two_weeks):
+    # the week before the failover is a "spike" of the old provider against the second week:
+    # the old provider's own days say it was as busy as ever then
+    planted, found = two_weeks
+    failover = next(i for i in planted if i["kind"] == "failover")
+    sms = found[found["channel"].eq("sms").fillna(False) & found["kind"].isin(VOLUME)]
+    assert list(sms["kind"]) == ["traffic_shift"], list(sms["summary"])
+    assert sms.iloc[0]["providers"] == [failover["provider_id"], failover["to"]]
+    assert sms.iloc[0]["started_at"] >= failover["start"] - pd.Timedelta("1h")
+
+
 @pytest.mark.parametrize("seed", [2, 4])
 def test_two_quiet_weeks_have_no_rows(seed):
     found = alone(shaped_traffic(seed, NOW, incidents=False))[1]
