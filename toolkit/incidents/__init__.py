@@ -41,7 +41,8 @@ drawn toward the center of that hour and its neighbours by as much as it is unce
 hour's median of a few weeks is: `season.pooled`). The weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
 weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
 counts query) or such counts. A window of `season.PAIRED_WEEKS` weeks read alone is its own
-season too, each week the other's history: an incident in one week is then an opposite
+season too where its channels' shares of the notifications follow the hour of the day (flat
+shares keep the rest of the window as their baseline, below), each week the other's history: an incident in one week is then an opposite
 departure of the other, so a row is kept only when its own week departs, from the same hours of
 the window's other days (at the level of the hours beside them) and more than the other week
 does the other way (`volume.confirmed`); its expected jobs weigh both (`volume.expected_jobs`). An hour only partly inside the window is left out (its jobs may

@@ -258,9 +258,9 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
 
 def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low: bool):
     """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the window's other days say
-    (`_predict`, of a drop when ``low``, from the days at least `MIN_DAYS` apart from them and their `BESIDE` hours
-    either side) and the dispersion those days show, each predicted from the rest (None: too
-    few such days)."""
+    (`_predict`, of a drop when ``low``: the same hours and their `BESIDE` hours either side on
+    each other day where they lie wholly inside the window and apart from these) and the
+    dispersion those days show, each predicted from the rest (None: fewer than `MIN_DAYS`)."""
     hours = len(counts)
     period = np.arange(first, stop)
     beside = np.r_[first - BESIDE : first, stop : stop + BESIDE]
