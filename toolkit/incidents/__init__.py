@@ -40,7 +40,12 @@ hour of the week in other weeks, scaled to the cell's usual weekly total (`seaso
 drawn toward the center of that hour and its neighbours by as much as it is uncertain (a quiet
 hour's median of a few weeks is: `season.pooled`). The weeks are the window's own (each week against the others) when it spans `season.MIN_WEEKS`
 weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before the window, one
-counts query) or such counts. An hour only partly inside the window is left out (its jobs may
+counts query) or such counts. A window of `season.PAIRED_WEEKS` weeks read alone is its own
+season too where its channels' shares of the notifications follow the hour of the day (flat
+shares keep the rest of the window as their baseline, below), each week the other's history: an incident in one week is then an opposite
+departure of the other, so a row is kept only when its own week departs, from the same hours of
+the window's other days (at the level of the hours beside them) and more than the other week
+does the other way (`volume.confirmed`); its expected jobs weigh both (`volume.expected_jobs`). An hour only partly inside the window is left out (its jobs may
 all fall in the part outside: a batch in its first minutes). How much counts vary is measured
 on the same weeks, not assumed:
 each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts
@@ -73,7 +78,8 @@ least two days of the window, the failure rates' F test: `rates.follow_the_day`)
 follow it, or a window too short to tell, make the rest of the window no baseline (each night
 would be a drop): volume is then not compared, and ``attrs["baseline"]`` says why and asks for
 ``baseline=``. A store's days without files are gaps: the history's weeks touching them are
-left out (fewer than three whole weeks left: the fallback). A baseline sharing no (channel,
+left out (fewer than three whole weeks left: the fallback; so is a window under two weeks read
+alone). A baseline sharing no (channel,
 provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
 group's jobs per notification; its expected jobs are at the level of its day (a whole day runs

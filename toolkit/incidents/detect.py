@@ -108,7 +108,8 @@ def find_incidents(
     baseline : Activity, Store or DataFrame, optional
         What normal looks like: for volume, the weeks before the window (an Activity, a Store:
         its four weeks before the window, or `toolkit.delivery_counts` by channel, provider_id
-        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks;
+        and workflow at ``freq="1h"``), needed when the window spans fewer than three weeks
+        (two weeks alone are each other's history, each row confirmed by the other days);
         for failure rates, an Activity replaces the rest of the window.
     jobs : DataFrame or pyarrow.Table, optional
         ``metrics.delivery_jobs(source)`` (or `toolkit.counts.Given`'s ``jobs``) if already
@@ -169,7 +170,12 @@ def find_incidents(
         else:
             checked["baseline"] = f"expected counts: {seasonal.source}"
     names = {name for kind in wanted for name in SCANS_OF[kind]}
-    if not isinstance(seasonal, str):
+    # two weeks alone: where the channels' shares are flat, the rest of the window is a better
+    # baseline than the other week, so the share scans run to tell (`_unjudged`)
+    paired = isinstance(seasonal, season.Season) and seasonal.confirm
+    if paired:
+        names |= {"volume", "channel_volume"}
+    elif not isinstance(seasonal, str):
         names -= {"volume", "channel_volume"}
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
@@ -185,6 +191,13 @@ def find_incidents(
     shares = {name for name in ("volume", "channel_volume") if name in scans}
     why = _unjudged([scans[name] for name in shares], grid) if baseline is None else None
     unjudged = shares if why else set()  # their periods still count in the correction
+    uncounted = set()
+    if paired and why:  # shares that follow the day: the weeks decide, the shares are not tested
+        uncounted, why = shares, None
+    elif paired:
+        seasonal = ("two weeks whose channels' shares of the notifications do not follow the "
+                    "hour of the day: the rest of the window is the better baseline")  # fmt: skip
+        checked["baseline"] = f"no seasonal baseline ({seasonal}): volume is compared with it"
     if why:
         checked["baseline"] = (f"volume not compared: no seasonal baseline ({seasonal}), and "
                                f"{why}; pass baseline= the {season.MIN_WEEKS} weeks or more "
@@ -198,7 +211,7 @@ def find_incidents(
     counted = {}
     if isinstance(seasonal, season.Season):
         counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
-    tests = sum(scan.tests for scan in scans.values())
+    tests = sum(scan.tests for name, scan in scans.items() if name not in uncounted)
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
     if counted:  # a run without a job: no send occasion in it (tested lazily: a query)
         volume.silences(counted, lambda groups: _occasions(groups, source, window, after, before,
@@ -220,7 +233,7 @@ def find_incidents(
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
             if row["p_value"] <= alpha:
                 moved.append(row)
-    moved = [row for row in volume.one_per_cause(seasonal, moved) if row["kind"] in wanted]
+    moved = [row for row in volume.one_per_cause(seasonal, moved, alpha) if row["kind"] in wanted]
     if moved:
         volume.impact(moved, engine_counts.group_counts(source, **window, groups=[
             (row["keys"], row["start"], row["end"]) for row in moved]))  # fmt: skip

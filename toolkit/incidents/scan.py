@@ -191,13 +191,15 @@ class CountScan:
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
     the group's busiest expected traffic (too many). `count_scans` makes the scans of several
-    rules of the same counts at once."""
+    rules of the same counts at once. ``busiest`` (per group) replaces the busiest expected
+    traffic when given."""
 
     observed: np.ndarray
     expected: np.ndarray
     variance: tuple[np.ndarray, np.ndarray]
     evidence: Evidence
     tests: float = 0.0
+    busiest: np.ndarray | None = None
     used: np.ndarray = field(init=False)
     first: InitVar[bool] = True  # its first round now (else `count_scans` sets it)
 
@@ -240,7 +242,8 @@ class CountScan:
             evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
             evident &= e - k >= rule.min_events
         else:  # more than two hours of the group's busiest traffic, and than its bursts
-            more = np.maximum(2 * float(self.expected[group].max()), rule.min_trials * phi)
+            top = self.expected[group].max() if self.busiest is None else self.busiest[group]
+            more = np.maximum(2 * float(top), rule.min_trials * phi)
             evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
         valid = evident & ~crossed
         if not valid.any():
@@ -260,10 +263,13 @@ class CountScan:
                     p, float(e[at]), silent), tests  # fmt: skip
 
 
-def count_scans(observed, expected, variance, rules: list[Evidence]) -> list[CountScan]:
+def count_scans(
+    observed, expected, variance, rules: list[Evidence], busiest=None
+) -> list[CountScan]:
     """A `CountScan` of the same counts under each of ``rules`` (too few, too many): their
     first rounds (nothing marked yet) read each group's runs once."""
-    scans = [CountScan(observed, expected, variance, rule, first=False) for rule in rules]
+    scans = [CountScan(observed, expected, variance, rule, busiest=busiest, first=False)
+             for rule in rules]  # fmt: skip
     found = [([], 0.0) for _ in rules]
     for group in range(len(observed)):
         runs = scans[0]._runs(group)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import gammainc, gammaincinv
 
 from toolkit.errors import ParameterError
 from toolkit.incidents import tables
@@ -41,10 +42,16 @@ HOUR = pd.Timedelta("1h")
 WEEK = 168
 #: Weeks of history a season needs (the same hour in at least this many weeks).
 MIN_WEEKS = 3
+#: Whole weeks of a window read alone that still make a season: each week the other's only
+#: history, so each departure must also hold against the window's other days (`Season.confirm`).
+PAIRED_WEEKS = 2
 #: The median of a chi-square variable with one degree of freedom (a squared standard normal).
 CHI2_MEDIAN = 0.4549
 #: Share of the largest squared residuals left out of a dispersion (the history's own incidents).
 TRIM = 0.005
+#: The same of two weeks (`PAIRED_WEEKS`): each incident's hours are then one week's departure
+#: and the other's expected count, a one-off burst is not smoothed away by a median.
+PAIRED_TRIM = 0.04
 #: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
 SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 
@@ -56,7 +63,10 @@ class Season:
     ``hours`` are the window's hour buckets; ``inside`` which of them lie wholly inside the
     window (an hour only partly inside has no observed nor expected count: its jobs may all
     fall in the part outside, a batch in its first minutes);
-    ``keys`` the cells' values; ``reference`` the weeks the season was learnt from.
+    ``keys`` the cells' values; ``reference`` the weeks the season was learnt from; ``confirm``
+    whether a departure must also hold against the window's other days (a window of
+    `PAIRED_WEEKS` weeks read alone: an incident in one week is an opposite departure of the
+    other, `toolkit.incidents.volume.confirmed`).
     """
 
     keys: list[tuple]
@@ -70,6 +80,7 @@ class Season:
     start: pd.Timestamp
     end: pd.Timestamp
     own: int | None = None  # the window's hour where ``reference`` begins, when it is its own
+    confirm: bool = False  # two weeks, each the other's history: rows need the other days too
 
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
@@ -124,8 +135,8 @@ def build(
     gaps: list[tuple[pd.Timestamp, pd.Timestamp]] = (),
 ) -> Season | str:
     """The season of the window ``[after, before)`` (``window()`` gives its counts, asked only
-    when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks, else
-    from ``history`` (counts over ``history_span``; its weeks touching ``gaps``, spans it does
+    when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks (or
+    `PAIRED_WEEKS` and no ``history`` is given: ``confirm``), else from ``history`` (counts over ``history_span``; its weeks touching ``gaps``, spans it does
     not hold, left out: a gap is not a quiet week). Returns why not (a sentence) when neither
     has enough weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
@@ -135,8 +146,8 @@ def build(
     inside = (hours.asi8 >= after.value) & (hours.asi8 + HOUR.value <= before.value)
     own_weeks = (before - after) // pd.Timedelta(days=7)
     if own_weeks >= MIN_WEEKS or history is None:
-        if own_weeks < MIN_WEEKS:
-            return (f"the window ({before - after}) spans fewer than {MIN_WEEKS} weeks and no "
+        if own_weeks < PAIRED_WEEKS:
+            return (f"the window ({before - after}) spans fewer than {PAIRED_WEEKS} weeks and no "
                     "baseline= was given")  # fmt: skip
         window = window()
         keys = _keys(window)
@@ -148,9 +159,12 @@ def build(
             expected[:, first + week * WEEK : first + (week + 1) * WEEK] = pooled(others)
         if first:  # hours before the first whole week: the center of all weeks
             expected[:, :first] = pooled(weekly)[:, WEEK - first :]
-        source = f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks"
+        paired = weekly.shape[1] < MIN_WEEKS
+        source = ("the same hour of the week in the window's other week, each departure "
+                  "confirmed by the same hours of its other days" if paired else
+                  f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks")  # fmt: skip
         return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
-                      weekly.shape[1], after, before, first)  # fmt: skip
+                      weekly.shape[1], after, before, first, paired)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
     h_hours = h_hours.as_unit("ns")
@@ -241,10 +255,13 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     weeks (cells x weeks x 168 in, cells x 2 ``(a, b)`` out): the squared departure of each
     week's hours from the other weeks' expected count (`pooled`) over it (the Pearson
     residual, at least 0.5 expected; hours where nothing was expected nor sent left out; the
-    largest `TRIM` left out) is, on average, ``a + b * e``: the least-squares line of the
+    largest `TRIM` left out, `PAIRED_TRIM` of two weeks, the mean of what is left scaled to a
+    chi-square's) is, on average, ``a + b * e``: the least-squares line of the
     residuals on the expected counts (``b`` 0, one mean ``a``, when the busier quarter of the
     hours is not twice as busy as the quieter quarter). ``a`` is at least 1 (a Poisson count),
     ``b`` at least 0."""
+    trim = TRIM if weekly.shape[1] > PAIRED_WEEKS else PAIRED_TRIM
+    kept_mean = _trimmed_mean(trim) if trim == PAIRED_TRIM else 1.0
     out = np.tile([1.0, 0.0], (len(weekly), 1))
     pearson, at = [], []
     for week in range(weekly.shape[1]):
@@ -260,8 +277,8 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
         values, expected = values[kept], expected[kept]
         if len(values) < 10:
             continue
-        order = np.argsort(values)[: max(1, int(len(values) * (1 - TRIM)))]
-        values, expected = values[order], expected[order]
+        order = np.argsort(values)[: max(1, int(len(values) * (1 - trim)))]
+        values, expected = values[order] / kept_mean, expected[order]
         a, b = float(values.mean()), 0.0
         quarter, three = np.percentile(expected, [25, 75])
         if three >= 2 * quarter:  # counts of different sizes: the least-squares line
@@ -269,6 +286,13 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
             a = a - b * float(expected.mean())
         out[cell] = max(1.0, a), b
     return out
+
+
+def _trimmed_mean(trim: float) -> float:
+    """The mean of a chi-square variable of one degree of freedom without its largest ``trim``
+    (``E[X; X <= q] = P(chi2_3 <= q)``)."""
+    q = 2 * gammaincinv(0.5, 1 - trim)
+    return float(gammainc(1.5, q / 2) / (1 - trim))
 
 
 def hourly_variance(model: np.ndarray, expected: np.ndarray) -> np.ndarray:

@@ -10,7 +10,8 @@ while another provider of it sends at least half as much less than expected is o
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`). A row's
 expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`).
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
+season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import Evidence, _runs, count_scans
+from toolkit.incidents.scan import Evidence, _runs, count_p_value, count_scans
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -31,6 +32,11 @@ GAP = 12
 SHIFT_SHARE = 0.5
 #: Hours either side of a period whose jobs say how busy its day is (`_level`).
 AROUND = 24
+#: Hours either side of a row whose jobs set its level against the other days (`confirmed`).
+BESIDE = 12
+#: Fewest other days a row is confirmed against, and hours of it compared (`confirmed`).
+MIN_DAYS = 5
+DAY = 24
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -42,7 +48,11 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         rules = [
             Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low) for low in lows
         ]
-        for low, scan in zip(lows, count_scans(observed, expected, variance, rules), strict=True):
+        # two weeks: each week's expected counts are the other's, bursts included; its busiest
+        # traffic is what both weeks sent
+        busiest = np.minimum(observed, expected).max(1) if season.confirm else None
+        made = count_scans(observed, expected, variance, rules, busiest)
+        for low, scan in zip(lows, made, strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
 
@@ -223,6 +233,71 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
+def confirmed(season: Season, row: dict, alpha: float) -> bool:
+    """Whether ``row`` is its own week's departure, when its season asks (`Season.confirm`: two
+    weeks, each the other's only history, so that an incident in one week is an opposite
+    departure of the other): its first `DAY` hours depart from the same hours of the window's
+    other days (`_against_days`; negative binomial, at ``alpha``), and more than the other
+    week's same hours depart the other way (the two weeks share the hour of the week: what the
+    other days cannot know of it, a Sunday night's, is in both)."""
+    if not season.confirm:
+        return True
+    counts = season.observed[row["cells"]].sum(0)
+    first, stop = row["first"], min(row["stop"], row["first"] + DAY)
+    low = row["kind"] != "volume_spike"  # a shift: its provider's drop
+    own = _against_days(season, counts, first, stop, low)
+    if own is None or count_p_value(own[0], own[1], own[2], low=low) > alpha:
+        return False
+    other = first + WEEK if stop + WEEK <= len(counts) else first - WEEK
+    mirror = _against_days(season, counts, other, other + stop - first, low) if other >= 0 else None
+    if mirror is None:
+        return True
+    ratio = (own[0] + 1) / (own[1] + 1) * (mirror[0] + 1) / (mirror[1] + 1)
+    return bool(ratio <= 1 if low else ratio >= 1)
+
+
+def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low: bool):
+    """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the window's other days say
+    (`_predict`, of a drop when ``low``: the same hours and their `BESIDE` hours either side on
+    each other day where they lie wholly inside the window and apart from these) and the
+    dispersion those days show, each predicted from the rest (None: fewer than `MIN_DAYS`)."""
+    hours = len(counts)
+    period = np.arange(first, stop)
+    beside = np.r_[first - BESIDE : first, stop : stop + BESIDE]
+    beside = beside[(beside >= 0) & (beside < hours)]
+    beside = beside[season.inside[beside]]
+    span, reach = np.r_[period, beside], stop - first + BESIDE
+    shifts = [s for s in range(-(hours // 24) * 24, hours, 24) if abs(s) >= reach
+              and (span + s).min() >= 0 and (span + s).max() < hours
+              and season.inside[span + s].all()]  # fmt: skip
+    days = np.array([(counts[period + s].sum(), counts[beside + s].sum()) for s in shifts])
+    if len(days) < MIN_DAYS:
+        return None
+    expected = _predict((counts[period].sum(), counts[beside].sum()), days, low)
+    fitted = [
+        (day[0], _predict(day, np.delete(days, n, axis=0), low)) for n, day in enumerate(days)
+    ]
+    fitted = np.array([pair for pair in fitted if pair[1] is not None])
+    if expected is None or len(fitted) < MIN_DAYS - 1:
+        return None
+    pearson = (fitted[:, 0] - fitted[:, 1]) ** 2 / np.maximum(fitted[:, 1], 0.5)
+    return counts[period].sum(), expected, max(1.0, float(np.median(pearson)) / CHI2_MEDIAN)
+
+
+def _predict(own: tuple, days: np.ndarray, low: bool) -> float | None:
+    """The jobs of a period on a day with ``own[1]`` jobs beside it, from ``days`` (each
+    ``(period, beside)``): those beside times the median ratio of the days with jobs beside
+    (at least `MIN_DAYS` - 1 of them: else None, the days are another regime, a provider before
+    a failover); with none beside, the median of the days' periods (a batch) or, of a drop
+    (``low``), none (a group silent all around, a provider before it took over)."""
+    ok = days[:, 1] > 0
+    if not own[1]:
+        return 0.0 if low else float(np.median(days[:, 0]))
+    if ok.sum() < MIN_DAYS - 1:
+        return None
+    return float(own[1] * np.median(days[ok, 0] / days[ok, 1]))
+
+
 def _level(season: Season, cells: np.ndarray, first: int, stop: int, spread: tuple) -> tuple:
     """How busy the group is on the day of hours ``[first, stop)``, relative to the season's
     usual day: its jobs over its expected jobs in the `AROUND` hours either side, weighed
@@ -250,7 +325,8 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
     weighed by their variances: the season's, the hours' plus the day's level left (``v * e /
     E + r * e**2``); the concurrent one's, ``t * e * (1 + k)``, ``t`` measured on the history
     too. A workflow that stopped has no jobs on its other channels either: a workflow's own
-    row is measured on the season alone."""
+    row is measured on the season alone. A season of two weeks (`Season.confirm`) also weighs
+    what the window's other days say of the row's hours (`_with_other_days`)."""
     level, left = _level(season, cells, first, stop, spread)
     usual = season.expected[cells].sum(0)
     out, total = usual * level, np.maximum(usual, 1e-12)
@@ -273,6 +349,23 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
         concurrent = season.observed[there].sum(0) * k
         usable = (e > 0) & np.isfinite(weight) & (k > 0)
         out += np.where(usable, weight * (concurrent - e * level), 0.0)
+    return _with_other_days(season, cells, first, stop, out, spread) if season.confirm else out
+
+
+def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarray, spread):
+    """``out`` (a group's expected jobs at each hour) with its hours ``[first, stop)`` weighed
+    with what the window's other days say of them (`_against_days`), by their variances: the
+    other week's count is one draw (its period's variance and day spread, as tested), the other
+    days' has the dispersion they show."""
+    days = _against_days(season, season.observed[cells].sum(0), first, stop, low=True)
+    week = float(out[first:stop].sum())
+    if days is None or week <= 0:
+        return out
+    weekly = float(spread[0][first:stop].sum()) + spread[1] * week**2
+    daily = days[2] * max(days[1], 1.0)
+    total = (week * daily + days[1] * weekly) / (weekly + daily)
+    out = out.copy()
+    out[first:stop] *= total / week
     return out
 
 
@@ -292,13 +385,15 @@ def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
     return k, float(np.median(ratio)) / CHI2_MEDIAN if ratio.size else np.inf
 
 
-def one_per_cause(season: Season, rows: list[dict]) -> list[dict]:
-    """The volume rows left when each cause is one row (see the module docstring)."""
+def one_per_cause(season: Season, rows: list[dict], alpha: float) -> list[dict]:
+    """The volume rows left when each cause is one row (see the module docstring), a cause
+    kept when it is its own week's (`confirmed`, at ``alpha``)."""
     rows, kept = _joined(season, rows), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
+    shifted = [row for row in shifted if confirmed(season, row, alpha)]
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
@@ -357,12 +452,13 @@ def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> f
 
 
 def _same_cause(season: Season, row: dict, kept: dict) -> bool:
-    """Whether most of ``row``'s missing (extra) jobs are in ``kept``'s cells and period."""
+    """Whether most of ``row``'s missing (extra) jobs, as it counts them, are in ``kept``'s
+    cells and period."""
     if row["kind"] != kept["kind"] or row["start"] >= kept["end"] or row["end"] <= kept["start"]:
         return False
     shared = np.intersect1d(row["cells"], kept["cells"])
     both = slice(max(row["first"], kept["first"]), min(row["stop"], kept["stop"]))
-    whole = _departure(season, row, row["cells"], slice(row["first"], row["stop"]))
+    whole = abs(row["expected"] - row["events"])
     return bool(len(shared)) and _departure(season, row, shared, both) >= 0.5 * whole
 
 
@@ -382,7 +478,7 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
             cells = [n for n, key in enumerate(season.keys) if key[:2] == (channel, other)]
             gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
             if gap > missing:
-                best, missing, seen = other, gap, season.observed[cells, period].sum()
+                best, missing, seen, left = other, gap, season.observed[cells, period].sum(), cells
         if best is None or missing < SHIFT_SHARE * extra:
             continue
         used.add(id(spike))
@@ -390,7 +486,8 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
                  and row["keys"] == {"channel": channel, "provider_id": best}}  # fmt: skip
         keys = {"channel": channel, "provider_id": best}
         out.append({**spike, "kind": "traffic_shift", "keys": keys, "to": spike,
-                    "events": int(seen), "jobs": int(seen), "expected": seen + missing})  # fmt: skip
+                    "cells": np.array(left), "events": int(seen), "jobs": int(seen),
+                    "expected": seen + missing})  # fmt: skip
     return out + [row for row in rows if id(row) not in used]
 
 
