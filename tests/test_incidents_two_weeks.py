@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.test_incidents_baseline import write_store
+from toolkit import open_store
 from toolkit.incidents import find_incidents, season, volume
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
@@ -25,8 +27,13 @@ def overlaps(row, incident) -> bool:
 
 
 @pytest.fixture(scope="module")
-def two_weeks():
-    return alone(shaped_traffic(3, NOW))
+def traffic():
+    return shaped_traffic(3, NOW)
+
+
+@pytest.fixture(scope="module")
+def two_weeks(traffic):
+    return alone(traffic)
 
 
 def test_a_stopped_workflow_and_a_runaway_are_found_and_nothing_else_of_volume(two_weeks):
@@ -59,6 +66,20 @@ def test_a_failover_in_the_second_week_is_one_shift_not_its_mirror_in_the_first(
     assert list(sms["kind"]) == ["traffic_shift"], list(sms["summary"])
     assert sms.iloc[0]["providers"] == [failover["provider_id"], failover["to"]]
     assert sms.iloc[0]["started_at"] >= failover["start"] - pd.Timedelta("1h")
+
+
+def test_a_store_of_the_two_weeks_finds_the_same_rows(traffic, two_weeks, tmp_path):
+    after = NOW - pd.Timedelta(days=14)
+    write_store(traffic, tmp_path / "store", start=after, end=NOW)
+    found = find_incidents(open_store(tmp_path / "store"), after=after, before=NOW)
+    columns = ["kind", "channel", "provider_id", "started_at", "ended_at", "notifications"]
+    seconds = {
+        "started_at": lambda f: f["started_at"].dt.floor("s"),
+        "ended_at": lambda f: f["ended_at"].dt.floor("s"),
+    }  # a store keeps microseconds
+    pd.testing.assert_frame_equal(found[columns].assign(**seconds),
+                                  two_weeks[1][columns].assign(**seconds))  # fmt: skip
+    assert found.attrs["baseline"] == two_weeks[1].attrs["baseline"]
 
 
 @pytest.mark.parametrize("seed", [2, 4])
