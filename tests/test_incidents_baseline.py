@@ -113,6 +113,17 @@ def with_environment(activity, environment):
     return Activity(notes, activity.jobs, activity.execution_details)
 
 
+@pytest.mark.parametrize("days", [14, 28])
+def test_a_day_missing_from_a_stores_window_is_no_drop(days, tmp_path):
+    # quiet traffic: the day the store never synced is not read as a day without sends
+    after = NOW - pd.Timedelta(days=days)
+    store = write_store(shaped_traffic(2, NOW, incidents=False), tmp_path / "store",
+                        skip={"2026-10-28"}, start=after, end=NOW)  # fmt: skip
+    found = find_incidents(store, after=after, before=NOW)
+    assert found.empty, list(found["summary"])
+    assert "the window's 1 day its source does not hold left out" in found.attrs["baseline"]
+
+
 def test_a_baseline_from_another_environment_is_refused(traffic):
     activity, _ = traffic.window(AFTER, NOW)
     history, _ = traffic.window(AFTER - HISTORY, AFTER)

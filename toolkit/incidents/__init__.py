@@ -77,8 +77,8 @@ summary say so; but only when those shares are seen not to follow the hour of th
 least two days of the window, the failure rates' F test: `rates.follow_the_day`). Shares that
 follow it, or a window too short to tell, make the rest of the window no baseline (each night
 would be a drop): volume is then not compared, and ``attrs["baseline"]`` says why and asks for
-``baseline=``. A store's days without files are gaps: the history's weeks touching them are
-left out (fewer than three whole weeks left: the fallback; so is a window under two weeks read
+``baseline=``. A store's days without files are gaps (the window's own are neither counted
+nor expected): the history's weeks touching them are left out (fewer than three whole weeks left: the fallback; so is a window under two weeks read
 alone). A baseline sharing no (channel,
 provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the

@@ -161,9 +161,9 @@ def find_incidents(
         reason = (f"the window ({before - after}) is too short to compare a period with the rest "
                   "of it: read a longer window or pass baseline=")  # fmt: skip
         return empty(reason, checked)
-    seasonal = None
+    seasonal, missing = None, _unheld(source, after, before)
     if VOLUME & set(wanted):
-        seasonal = season.build(lambda: season_counts, after, before, *history)
+        seasonal = season.build(lambda: season_counts, after, before, *history, missing=missing)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
                                    "the rest of the window")  # fmt: skip
@@ -214,8 +214,9 @@ def find_incidents(
     tests = sum(scan.tests for name, scan in scans.items() if name not in uncounted)
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
     if counted:  # a run without a job: no send occasion in it (tested lazily: a query)
-        volume.silences(counted, lambda groups: _occasions(groups, source, window, after, before,
-                                                           sends, history), alpha / tests)  # fmt: skip
+        span = (after, before, missing)
+        volume.silences(counted, lambda groups: _occasions(groups, source, window, span, sends,
+                                                           history), alpha / tests)  # fmt: skip
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
     picked = [(name, pick) for name, scan in scans.items() if name not in unjudged
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
@@ -359,10 +360,11 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
     return given, reference, (counts, _span(baseline.attrs, at.dropna())), given
 
 
-def _occasions(groups: dict, source, window, after, before, sends, history) -> dict:
+def _occasions(groups: dict, source, window, span, sends, history) -> dict:
     """Per level of ``groups`` (level: its groups' keys), the season of the groups' send
     occasions (`volume.occasion_season`; a sentence when a history of counts has none) and the
-    window's `toolkit.counts.occasion_counts`: the window's counted from ``source`` (the
+    window's (``span``: its start, end and the days its source does not hold)
+    `toolkit.counts.occasion_counts`: the window's counted from ``source`` (the
     groups only, when the season is the window's own weeks), its history's from ``sends`` (a
     store, an Activity) over the span of ``history`` (the groups and the window's), each in
     one query."""
@@ -370,7 +372,8 @@ def _occasions(groups: dict, source, window, after, before, sends, history) -> d
     by = [season.LEVELS[level] for level in levels]
     own = None if history else [groups[level] for level in levels]
     counted = occasion_counts(source, **window, by=by, groups=own)
-    build = partial(season.build, after=after, before=before)
+    after, before, missing = span
+    build = partial(season.build, after=after, before=before, missing=missing)
     if history and sends is None:
         return {level: ("a baseline of counts has no send occasions", frame)
                 for level, frame in zip(levels, counted, strict=True)}  # fmt: skip
@@ -383,6 +386,17 @@ def _occasions(groups: dict, source, window, after, before, sends, history) -> d
                                        None if old is None else (old, *history[1:])), frame)
         for level, frame, old in zip(levels, counted, held, strict=True)
     }  # fmt: skip
+
+
+def _unheld(source: Any, after: pd.Timestamp, before: pd.Timestamp) -> list[tuple]:
+    """The days of the window a store (or a store's selection) never synced: no count there is
+    a quiet hour (an Activity holds its whole window)."""
+    from toolkit.store import Store, layout
+
+    store = getattr(source, "store", source)
+    if after is None or not isinstance(store, Store):
+        return []
+    return season.missing_days(layout.days_held(store.path), after, before)
 
 
 def _span(attrs: dict, at: pd.DatetimeIndex) -> tuple[pd.Timestamp, pd.Timestamp]:

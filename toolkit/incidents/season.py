@@ -133,17 +133,28 @@ def build(
     history: pd.DataFrame | None = None,
     history_span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
     gaps: list[tuple[pd.Timestamp, pd.Timestamp]] = (),
+    *,
+    missing: list[tuple[pd.Timestamp, pd.Timestamp]] = (),
 ) -> Season | str:
     """The season of the window ``[after, before)`` (``window()`` gives its counts, asked only
     when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks (or
-    `PAIRED_WEEKS` and no ``history`` is given: ``confirm``), else from ``history`` (counts over ``history_span``; its weeks touching ``gaps``, spans it does
-    not hold, left out: a gap is not a quiet week). Returns why not (a sentence) when neither
-    has enough weeks."""
+    `PAIRED_WEEKS` and no ``history`` is given: ``confirm``), else from ``history`` (counts
+    over ``history_span``; its weeks touching ``gaps``, spans it does not hold, left out: a gap
+    is not a quiet week). The window's hours in ``missing`` (spans its source does not hold)
+    have no observed nor expected count. Returns why not (a sentence) when neither has enough
+    weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
     hours = hours.as_unit("ns")
     if len(hours) == 0:
         return "the window is shorter than an hour"
     inside = (hours.asi8 >= after.value) & (hours.asi8 + HOUR.value <= before.value)
+    inside &= _held(hours, missing)
+    unheld = (
+        f" (the window's {len(missing)} day{'s' * (len(missing) > 1)} its source does not hold "
+        "left out)"
+        if missing
+        else ""
+    )
     own_weeks = (before - after) // pd.Timedelta(days=7)
     if own_weeks >= MIN_WEEKS or history is None:
         if own_weeks < PAIRED_WEEKS:
@@ -163,6 +174,7 @@ def build(
         source = ("the same hour of the week in the window's other week, each departure "
                   "confirmed by the same hours of its other days" if paired else
                   f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks")  # fmt: skip
+        source += unheld
         return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
                       weekly.shape[1], after, before, first, paired)  # fmt: skip
     h_after, h_before = history_span
@@ -181,10 +193,7 @@ def build(
     keys = _keys(window, history)
     observed = _matrix(window, keys, hours)
     weekly, first = _weeks(_matrix(history, keys, h_hours), h_hours)
-    held = np.ones(len(h_hours), dtype=bool)
-    for low, high in gaps:
-        held &= ~((h_hours >= low.floor(HOUR)) & (h_hours < high))
-    whole = held[first:].reshape(-1, WEEK).all(1)
+    whole = _held(h_hours, gaps)[first:].reshape(-1, WEEK).all(1)
     weekly, left_out = weekly[:, whole], int((~whole).sum())
     if left_out:
         left_out = f" ({left_out} with hours the baseline does not hold left out)"
@@ -195,9 +204,18 @@ def build(
     slot = ((hours - h_hours[first]) // HOUR).to_numpy() % WEEK
     source = (
         f"the same hour of the week in the {weekly.shape[1]} weeks of baseline={left_out or ''}"
+        f"{unheld}"
     )
     return Season(keys, hours, inside, observed * inside, profile[:, slot] * inside, weekly, source,
                   weekly.shape[1], after, before)  # fmt: skip
+
+
+def _held(hours: pd.DatetimeIndex, spans) -> np.ndarray:
+    """Which of ``hours`` touch none of ``spans`` (``(start, end)`` a source does not hold)."""
+    held = np.ones(len(hours), dtype=bool)
+    for low, high in spans:
+        held &= ~((hours >= low.floor(HOUR)) & (hours < high))
+    return held
 
 
 def same_environment(activity, baseline) -> None:
