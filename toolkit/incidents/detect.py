@@ -658,8 +658,9 @@ class _Found:
         rate = events / trials
         if spec.low:
             evident = trials * base_rate >= rule.min_events and rate * rule.min_ratio <= base_rate
-        else:
-            evident = events >= rule.min_events and rate >= rule.min_ratio * base_rate
+        else:  # slow: above the baseline's SLOW_QUANTILE, so a tenth of sends at least usually
+            usual = max(base_rate, 1 - tables.SLOW_QUANTILE) if name == "latency" else base_rate
+            evident = events >= rule.min_events and rate >= rule.min_ratio * usual
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
