@@ -161,8 +161,9 @@ def find_incidents(
         reason = (f"the window ({before - after}) is too short to compare a period with the rest "
                   "of it: read a longer window or pass baseline=")  # fmt: skip
         return empty(reason, checked)
-    seasonal, missing = None, _unheld(source, after, before)
+    seasonal, missing = None, []
     if VOLUME & set(wanted):
+        missing = _unheld(source, after, before)
         seasonal = season.build(lambda: season_counts, after, before, *history, missing=missing)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "

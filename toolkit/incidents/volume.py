@@ -267,7 +267,7 @@ def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low
     beside = beside[(beside >= 0) & (beside < hours)]
     beside = beside[season.inside[beside]]
     span, reach = np.r_[period, beside], stop - first + BESIDE
-    shifts = [s for s in range(-(hours // 24) * 24, hours, 24) if abs(s) >= reach
+    shifts = [s for s in range(-(hours // DAY) * DAY, hours, DAY) if abs(s) >= reach
               and (span + s).min() >= 0 and (span + s).max() < hours
               and season.inside[span + s].all()]  # fmt: skip
     days = np.array([(counts[period + s].sum(), counts[beside + s].sum()) for s in shifts])
@@ -288,8 +288,8 @@ def _predict(own: tuple, days: np.ndarray, low: bool) -> float | None:
     """The jobs of a period on a day with ``own[1]`` jobs beside it, from ``days`` (each
     ``(period, beside)``): those beside times the median ratio of the days with jobs beside
     (at least `MIN_DAYS` - 1 of them: else None, the days are another regime, a provider before
-    a failover); with none beside, the median of the days' periods (a batch) or, of a drop
-    (``low``), none (a group silent all around, a provider before it took over)."""
+    a failover); with none beside, the median of the days' periods (a batch) or, to confirm a
+    drop (``low``), none (a group silent all around, a provider before it took over)."""
     ok = days[:, 1] > 0
     if not own[1]:
         return 0.0 if low else float(np.median(days[:, 0]))
@@ -357,7 +357,7 @@ def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarr
     with what the window's other days say of them (`_against_days`), by their variances: the
     other week's count is one draw (its period's variance and day spread, as tested), the other
     days' has the dispersion they show."""
-    days = _against_days(season, season.observed[cells].sum(0), first, stop, low=True)
+    days = _against_days(season, season.observed[cells].sum(0), first, stop, low=False)
     week = float(out[first:stop].sum())
     if days is None or week <= 0:
         return out
