@@ -52,6 +52,9 @@ TRIM = 0.005
 #: The same of two weeks (`PAIRED_WEEKS`): each incident's hours are then one week's departure
 #: and the other's expected count, a one-off burst is not smoothed away by a median.
 PAIRED_TRIM = 0.04
+#: Share of the largest day departures left out of `day_spread` (the history's incident days,
+#: a provider moved).
+DAY_TRIM = 0.1
 #: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
 SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 
@@ -323,9 +326,10 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     """How much each group's whole days vary together (groups x weeks x 168 in, with its
     `dispersion`): the relative variance ``s`` at which each day's departure from its expected
     count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
-    squared, over its variance (its hours' plus ``s * u**2``), has the median of a chi-square
-    law of one degree of freedom, `CHI2_MEDIAN` (0 when days vary no more than their hours
-    do). A period of expected count ``e`` then has its hours' variance plus ``s * e**2``."""
+    squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
+    law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
+    incident days; 0 when days vary no more than their hours do). A period of expected count
+    ``e`` then has its hours' variance plus ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
     for week in range(weekly.shape[1]):  # each week against the others
@@ -338,16 +342,19 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     out = np.zeros(len(weekly))
     for group in range(len(weekly)):
         ok = usual[group] >= 20
-        if ok.sum() >= 5:  # the median: days of incidents or of a provider moved are few
+        if ok.sum() >= 5:
             out[group] = _spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
 
 
 def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
-    """The smallest of `SPREADS` at which the median of ``square / (hours + s * usual)`` is at
-    most `CHI2_MEDIAN` (it falls as ``s`` grows)."""
-    ratio = np.median(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
-    below = ratio <= CHI2_MEDIAN
+    """The smallest of `SPREADS` at which the mean of ``square / (hours + s * usual)``, its
+    largest `DAY_TRIM` left out, is at most a chi-square's so trimmed (it falls as ``s``
+    grows). A trimmed mean, not the median: a month has about 28 days, whose median of
+    squares can be half their spread."""
+    ratio = np.sort(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
+    kept = max(1, round(ratio.shape[1] * (1 - DAY_TRIM)))
+    below = ratio[:, :kept].mean(1) <= _trimmed_mean(DAY_TRIM)
     return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 
 
