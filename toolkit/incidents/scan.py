@@ -33,6 +33,10 @@ CHUNK_CELLS = 250_000
 #: The longest run of buckets a count scan examines at once (a longer departure is found as
 #: adjacent runs, joined).
 LONGEST = 72
+#: The fewest jobs a run of a spike scan is expected to send: a group's history can leave an
+#: hour at nothing (the median of weeks it sent there now and then), and a burst is no spike
+#: against nothing.
+LEAST = 0.5
 
 
 @dataclass(frozen=True)
@@ -189,8 +193,8 @@ class CountScan:
     negative binomial, `count_p_value`): too few (``low``) or too many, over runs of up to
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
-    ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
-    the group's busiest expected traffic (too many). `count_scans` makes the scans of several
+    ``min_ratio`` and, above the expected (at least `LEAST`), ``min_trials`` times its
+    dispersion and two hours of the group's busiest expected traffic (too many). `count_scans` makes the scans of several
     rules of the same counts at once. ``busiest`` (per group) replaces the busiest expected
     traffic when given."""
 
@@ -235,6 +239,13 @@ class CountScan:
             phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
         return k, e, phi, crossed
 
+    def _bursts(self, group: int) -> float:
+        """The group's least dispersion at an hour it was expected to send at: that of a run
+        expected to send nothing (`LEAST`)."""
+        expected = self.expected[group]
+        sends = expected > 0
+        return float(max(1.0, (self.variance[0][group][sends] / expected[sends]).min())) if sends.any() else 1.0  # fmt: skip
+
     def _pick(self, group: int, k, e, phi, crossed) -> tuple[Pick | None, float]:
         """The group's best run of `_runs` and the tests its valid runs count."""
         rule = self.evidence
@@ -243,8 +254,10 @@ class CountScan:
             evident &= e - k >= rule.min_events
         else:  # more than two hours of the group's busiest traffic, and than its bursts
             top = self.expected[group].max() if self.busiest is None else self.busiest[group]
+            phi = np.where(e > 0, phi, self._bursts(group))
+            e = np.maximum(e, LEAST)
             more = np.maximum(2 * float(top), rule.min_trials * phi)
-            evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
+            evident = (k >= rule.min_ratio * e) & (k - e >= more)
         valid = evident & ~crossed
         if not valid.any():
             return None, 0.0

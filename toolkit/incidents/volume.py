@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import Evidence, _runs, count_p_value, count_scans
+from toolkit.incidents.scan import LEAST, Evidence, _runs, count_p_value, count_scans
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -421,9 +421,11 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def _score(observed, expected):
-    """The Poisson log-likelihood ratio of ``observed`` against ``expected`` counts."""
+    """The Poisson log-likelihood ratio of ``observed`` against ``expected`` counts (at least
+    `toolkit.incidents.scan.LEAST`, as a spike is scanned)."""
+    expected = np.maximum(expected, LEAST)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(observed > 0, observed / np.maximum(expected, 1e-9), 1.0)
+        ratio = np.where(observed > 0, observed / expected, 1.0)
         return observed * np.log(ratio) - (observed - expected)
 
 
