@@ -34,8 +34,8 @@ CHUNK_CELLS = 250_000
 #: adjacent runs, joined).
 LONGEST = 72
 #: The fewest jobs a run of a spike scan is expected to send: a group's history can leave an
-#: hour at nothing (the median of weeks it sent there now and then), and a burst is no spike
-#: against nothing.
+#: hour at nothing (the median of weeks it sent there now and then), and no count is
+#: infinitely unlikely against it.
 LEAST = 0.5
 
 
@@ -239,13 +239,6 @@ class CountScan:
             phi = np.maximum(1.0, np.where(e > 0, v / e, 1.0))
         return k, e, phi, crossed
 
-    def _bursts(self, group: int) -> float:
-        """The group's least dispersion at an hour it was expected to send at: that of a run
-        expected to send nothing (`LEAST`)."""
-        expected = self.expected[group]
-        sends = expected > 0
-        return float(max(1.0, (self.variance[0][group][sends] / expected[sends]).min())) if sends.any() else 1.0  # fmt: skip
-
     def _pick(self, group: int, k, e, phi, crossed) -> tuple[Pick | None, float]:
         """The group's best run of `_runs` and the tests its valid runs count."""
         rule = self.evidence
@@ -254,7 +247,6 @@ class CountScan:
             evident &= e - k >= rule.min_events
         else:  # more than two hours of the group's busiest traffic, and than its bursts
             top = self.expected[group].max() if self.busiest is None else self.busiest[group]
-            phi = np.where(e > 0, phi, self._bursts(group))
             e = np.maximum(e, LEAST)
             more = np.maximum(2 * float(top), rule.min_trials * phi)
             evident = (k >= rule.min_ratio * e) & (k - e >= more)
