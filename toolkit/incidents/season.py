@@ -282,7 +282,7 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     hours is not twice as busy as the quieter quarter). ``a`` is at least 1 (a Poisson count),
     ``b`` at least 0."""
     trim = TRIM if weekly.shape[1] > PAIRED_WEEKS else PAIRED_TRIM
-    kept_mean = _trimmed_mean(trim) if trim == PAIRED_TRIM else 1.0
+    kept_mean = _trimmed_chi2(trim)[0] if trim == PAIRED_TRIM else 1.0
     out = np.tile([1.0, 0.0], (len(weekly), 1))
     pearson, at = [], []
     for week in range(weekly.shape[1]):
@@ -309,11 +309,13 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     return out
 
 
-def _trimmed_mean(trim: float) -> float:
-    """The mean of a chi-square variable of one degree of freedom without its largest ``trim``
-    (``E[X; X <= q] = P(chi2_3 <= q)``)."""
+def _trimmed_chi2(trim: float) -> tuple[float, float]:
+    """The mean and standard deviation of a chi-square variable of one degree of freedom
+    without its largest ``trim`` (``E[X; X <= q] = P(chi2_3 <= q)``, ``E[X**2; X <= q] = 3
+    P(chi2_5 <= q)``)."""
     q = 2 * gammaincinv(0.5, 1 - trim)
-    return float(gammainc(1.5, q / 2) / (1 - trim))
+    mean = float(gammainc(1.5, q / 2) / (1 - trim))
+    return mean, float(np.sqrt(3 * gammainc(2.5, q / 2) / (1 - trim) - mean**2))
 
 
 def hourly_variance(model: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -328,7 +330,8 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
     squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
     law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
-    incident days; 0 when days vary no more than their hours do). A period of expected count
+    incident days), less one standard error (`_spread`; 0 when days vary no more than their
+    hours do). A period of expected count
     ``e`` then has its hours' variance plus ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
@@ -349,12 +352,14 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
 
 def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
     """The smallest of `SPREADS` at which the mean of ``square / (hours + s * usual)``, its
-    largest `DAY_TRIM` left out, is at most a chi-square's so trimmed (it falls as ``s``
-    grows). A trimmed mean, not the median: a month has about 28 days, whose median of
-    squares can be half their spread."""
+    largest `DAY_TRIM` left out, is at most a chi-square's so trimmed, less one standard error
+    of that mean (it falls as ``s`` grows). A month has about 28 days: their median of
+    squares can be half their spread, and even their mean can make days look steadier than
+    they are, which makes a quiet day a drop."""
     ratio = np.sort(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
     kept = max(1, round(ratio.shape[1] * (1 - DAY_TRIM)))
-    below = ratio[:, :kept].mean(1) <= _trimmed_mean(DAY_TRIM)
+    mean, sd = _trimmed_chi2(DAY_TRIM)
+    below = ratio[:, :kept].mean(1) <= mean - sd / np.sqrt(kept)
     return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 
 
