@@ -13,7 +13,8 @@ row) and the failover (a ``traffic_shift`` row naming the provider it left) are 
 required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
 
-    python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--sandbox]
+    python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
+                                            [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -153,9 +154,10 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
-def shaped_sweep(seeds, clocks, windows, alone: bool = False) -> None:
+def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0) -> None:
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
-    error, the extra rows by kind, and the quiet sets' rows by window length."""
+    error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
+    multiplies every rate (1: about 2,000 notifications a day)."""
     found_of: dict[str, list] = {}
     by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
@@ -166,7 +168,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False) -> None:
         for now in clocks:
             end = pd.Timestamp(now)
             for incidents in (True, False):
-                traffic = shaped_traffic(seed, end, incidents=incidents)
+                traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents)
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -262,8 +264,12 @@ def main() -> None:
     parser.add_argument(
         "--alone", action="store_true", help="read every window without baseline= (its own weeks)"
     )
+    parser.add_argument(
+        "--scale", type=float, default=1.0,
+        help="multiply the shaped traffic's rates (1: about 2,000 notifications a day)",
+    )
     args = parser.parse_args()
-    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone)
+    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale)
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

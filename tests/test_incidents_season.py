@@ -526,7 +526,7 @@ def test_a_silence_is_tested_on_send_occasions_not_on_the_counts_law():
     assert set(found) == {"people"}
     silence = found["people"]
     assert silence.events == 0 and built.hours[silence.first] == day + pd.Timedelta("10h")
-    assert silence.p_value * tests < by_law["people"] / 100
+    assert silence.p_value * tests < by_law["people"] / 50
 
 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=spark_missing)])

@@ -214,10 +214,12 @@ def find_incidents(
         counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
     tests = sum(scan.tests for name, scan in scans.items() if name not in uncounted)
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
-    if counted:  # a run without a job: no send occasion in it (tested lazily: a query)
-        span = (after, before, missing)
-        volume.silences(counted, lambda groups: _occasions(groups, source, window, span, sends,
-                                                           history), alpha / tests)  # fmt: skip
+
+    def occasions(groups: dict) -> dict:  # the groups' send occasions, counted when asked
+        return _occasions(groups, source, window, (after, before, missing), sends, history)
+
+    if counted:  # a run without a job: no send occasion in it
+        volume.silences(counted, occasions, alpha / tests)
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
     picked = [(name, pick) for name, scan in scans.items() if name not in unjudged
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
@@ -236,6 +238,10 @@ def find_incidents(
             if row["p_value"] <= alpha:
                 moved.append(row)
     moved = [row for row in volume.one_per_cause(seasonal, moved, alpha) if row["kind"] in wanted]
+    spikes = [row for row in moved if row["kind"] == "volume_spike"]
+    if spikes:  # a burst sent at once is no spike: spikes of send occasions (a query)
+        kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha)}
+        moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
     if moved:
         volume.impact(moved, engine_counts.group_counts(source, **window, groups=[
             (row["keys"], row["start"], row["end"]) for row in moved]))  # fmt: skip

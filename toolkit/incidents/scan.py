@@ -33,6 +33,10 @@ CHUNK_CELLS = 250_000
 #: The longest run of buckets a count scan examines at once (a longer departure is found as
 #: adjacent runs, joined).
 LONGEST = 72
+#: The fewest jobs a run of a spike scan is expected to send: a group's history can leave an
+#: hour at nothing (the median of weeks it sent there now and then), and no count is
+#: infinitely unlikely against it.
+LEAST = 0.5
 
 
 @dataclass(frozen=True)
@@ -189,8 +193,8 @@ class CountScan:
     negative binomial, `count_p_value`): too few (``low``) or too many, over runs of up to
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
-    ``min_ratio`` and, above the expected, ``min_trials`` times its dispersion and two hours of
-    the group's busiest expected traffic (too many). `count_scans` makes the scans of several
+    ``min_ratio`` and, above the expected (at least `LEAST`), ``min_trials`` times its
+    dispersion and two hours of the group's busiest expected traffic (too many). `count_scans` makes the scans of several
     rules of the same counts at once. ``busiest`` (per group) replaces the busiest expected
     traffic when given."""
 
@@ -243,8 +247,9 @@ class CountScan:
             evident &= e - k >= rule.min_events
         else:  # more than two hours of the group's busiest traffic, and than its bursts
             top = self.expected[group].max() if self.busiest is None else self.busiest[group]
+            e = np.maximum(e, LEAST)
             more = np.maximum(2 * float(top), rule.min_trials * phi)
-            evident = (k >= rule.min_ratio * np.maximum(e, 0.5)) & (k - e >= more)
+            evident = (k >= rule.min_ratio * e) & (k - e >= more)
         valid = evident & ~crossed
         if not valid.any():
             return None, 0.0

@@ -52,6 +52,9 @@ TRIM = 0.005
 #: The same of two weeks (`PAIRED_WEEKS`): each incident's hours are then one week's departure
 #: and the other's expected count, a one-off burst is not smoothed away by a median.
 PAIRED_TRIM = 0.04
+#: Share of the largest day departures left out of `day_spread` (the history's incident days,
+#: a provider moved).
+DAY_TRIM = 0.1
 #: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
 SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
 
@@ -279,7 +282,7 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     hours is not twice as busy as the quieter quarter). ``a`` is at least 1 (a Poisson count),
     ``b`` at least 0."""
     trim = TRIM if weekly.shape[1] > PAIRED_WEEKS else PAIRED_TRIM
-    kept_mean = _trimmed_mean(trim) if trim == PAIRED_TRIM else 1.0
+    kept_mean = _trimmed_chi2(trim)[0] if trim == PAIRED_TRIM else 1.0
     out = np.tile([1.0, 0.0], (len(weekly), 1))
     pearson, at = [], []
     for week in range(weekly.shape[1]):
@@ -306,11 +309,13 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
     return out
 
 
-def _trimmed_mean(trim: float) -> float:
-    """The mean of a chi-square variable of one degree of freedom without its largest ``trim``
-    (``E[X; X <= q] = P(chi2_3 <= q)``)."""
+def _trimmed_chi2(trim: float) -> tuple[float, float]:
+    """The mean and standard deviation of a chi-square variable of one degree of freedom
+    without its largest ``trim`` (``E[X; X <= q] = P(chi2_3 <= q)``, ``E[X**2; X <= q] = 3
+    P(chi2_5 <= q)``)."""
     q = 2 * gammaincinv(0.5, 1 - trim)
-    return float(gammainc(1.5, q / 2) / (1 - trim))
+    mean = float(gammainc(1.5, q / 2) / (1 - trim))
+    return mean, float(np.sqrt(3 * gammainc(2.5, q / 2) / (1 - trim) - mean**2))
 
 
 def hourly_variance(model: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -323,9 +328,11 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     """How much each group's whole days vary together (groups x weeks x 168 in, with its
     `dispersion`): the relative variance ``s`` at which each day's departure from its expected
     count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
-    squared, over its variance (its hours' plus ``s * u**2``), has the median of a chi-square
-    law of one degree of freedom, `CHI2_MEDIAN` (0 when days vary no more than their hours
-    do). A period of expected count ``e`` then has its hours' variance plus ``s * e**2``."""
+    squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
+    law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
+    incident days), less one standard error (`_spread`; 0 when days vary no more than their
+    hours do). A period of expected count
+    ``e`` then has its hours' variance plus ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
     for week in range(weekly.shape[1]):  # each week against the others
@@ -338,16 +345,21 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     out = np.zeros(len(weekly))
     for group in range(len(weekly)):
         ok = usual[group] >= 20
-        if ok.sum() >= 5:  # the median: days of incidents or of a provider moved are few
+        if ok.sum() >= 5:
             out[group] = _spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
 
 
 def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
-    """The smallest of `SPREADS` at which the median of ``square / (hours + s * usual)`` is at
-    most `CHI2_MEDIAN` (it falls as ``s`` grows)."""
-    ratio = np.median(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
-    below = ratio <= CHI2_MEDIAN
+    """The smallest of `SPREADS` at which the mean of ``square / (hours + s * usual)``, its
+    largest `DAY_TRIM` left out, is at most a chi-square's so trimmed, less one standard error
+    of that mean (it falls as ``s`` grows). A month has about 28 days: their median of
+    squares can be half their spread, and even their mean can make days look steadier than
+    they are, which makes a quiet day a drop."""
+    ratio = np.sort(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
+    kept = max(1, round(ratio.shape[1] * (1 - DAY_TRIM)))
+    mean, sd = _trimmed_chi2(DAY_TRIM)
+    below = ratio[:, :kept].mean(1) <= mean - sd / np.sqrt(kept)
     return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 
 

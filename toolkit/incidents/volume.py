@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import Evidence, _runs, count_p_value, count_scans
+from toolkit.incidents.scan import LEAST, Evidence, _runs, count_p_value, count_scans
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -421,9 +421,11 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def _score(observed, expected):
-    """The Poisson log-likelihood ratio of ``observed`` against ``expected`` counts."""
+    """The Poisson log-likelihood ratio of ``observed`` against ``expected`` counts (at least
+    `toolkit.incidents.scan.LEAST`, as a spike is scanned)."""
+    expected = np.maximum(expected, LEAST)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(observed > 0, observed / np.maximum(expected, 1e-9), 1.0)
+        ratio = np.where(observed > 0, observed / expected, 1.0)
         return observed * np.log(ratio) - (observed - expected)
 
 
@@ -443,6 +445,53 @@ def _beyond_history(season: Season, row: dict) -> bool:
         score = np.where((observed > expected) & inside, _score(observed, expected), 0.0)
         largest = max(largest, float(score.max()))
     return float(_score(np.float64(row["events"]), np.float64(row["expected"]))) > largest
+
+
+def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], dict],
+              alpha: float) -> list[dict]:  # fmt: skip
+    """The ``spikes`` that are spikes of send occasions too (distinct minutes with a trigger,
+    ``occasions`` as `silences` takes them: negative binomial, at ``alpha``), or whose busiest
+    hour sent more than twice the group's busiest hour in its history (its own week left out):
+    a loop or a crowd triggering one by one, or a fan-out larger than any the group made. A
+    fan-out or a burst sent at once is one occasion: its jobs make a tail heavier than their
+    variance says (a small workflow's bursts of ten at an hour that usually sends one). With
+    a history of counts only (no occasions), every spike stays."""
+    levels: dict[str, list[dict]] = {}
+    for row in spikes:
+        levels.setdefault(row["level"], []).append(row["keys"])
+    seasons = occasions(levels) if spikes else {}
+    kept = []
+    for row in spikes:
+        sent = seasons[row["level"]][0]
+        if not isinstance(sent, Season) or _larger_than_any(season, row):
+            kept.append(row)
+            continue
+        named, observed, expected, (hourly, spread), _ = sent.groups(row["level"])
+        group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
+        period = slice(row["first"], row["stop"])
+        e = float(expected[group, period].sum())
+        v = float(hourly[group, period].sum()) + spread[group] * e**2
+        phi = max(1.0, v / e) if e > 0 else 1.0
+        seen = float(observed[group, period].sum())
+        if count_p_value(seen, max(e, LEAST), phi, low=False) <= alpha:
+            kept.append(row)
+    return kept
+
+
+def _larger_than_any(season: Season, row: dict) -> bool:
+    """Whether the busiest hour of a spike ``row`` sent more than twice its group's busiest
+    hour in the reference (the row's own week left out)."""
+    weekly = _history_weeks(season, row)
+    busiest = season.observed[row["cells"], row["first"] : row["stop"]].sum(0).max()
+    return bool(weekly.size) and busiest > 2 * weekly.max()
+
+
+def _history_weeks(season: Season, row: dict) -> np.ndarray:
+    """The reference of ``row``'s group (weeks x 168), its own week left out."""
+    weekly = season.reference[row["cells"]].sum(0)
+    if season.own is None:
+        return weekly
+    return np.delete(weekly, (row["first"] - season.own) // WEEK, axis=0)
 
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:
