@@ -17,11 +17,19 @@ season of two weeks read alone keeps only the rows of the week that departs (`co
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import LEAST, Evidence, _runs, count_p_value, count_scans
+from toolkit.incidents.scan import (
+    LEAST,
+    CountScan,
+    Evidence,
+    _runs,
+    count_p_value,
+    count_scans,
+)
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -385,16 +393,49 @@ def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
     return k, float(np.median(ratio)) / CHI2_MEDIAN if ratio.size else np.inf
 
 
-def one_per_cause(season: Season, rows: list[dict], alpha: float) -> list[dict]:
+def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence) -> list[dict]:
     """The volume rows left when each cause is one row (see the module docstring), a cause
-    kept when it is its own week's (`confirmed`, at ``alpha``)."""
+    kept when it is its own week's (`confirmed`, at ``alpha``) and not its group's usual
+    traffic an hour off (`moved`, under ``rule``)."""
     rows, kept = _joined(season, rows), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
-    shifted = [row for row in shifted if confirmed(season, row, alpha)]
+    shifted = [row for row in shifted if confirmed(season, row, alpha)
+               and (row["kind"] == "traffic_shift" or not moved(season, row, alpha, rule))]  # fmt: skip
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+
+
+def moved(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
+    """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
+    changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
+    with its hour either side, its count is its expected count (what left an hour came back
+    in the next: negative binomial, at ``alpha``), or, against the expected counts an hour
+    off, its hours and one either side depart in no run (a count scan of them, ``rule`` both
+    ways, at ``alpha`` over its own tests: all its sends moved, people's rhythm too). A group
+    that stopped or ran away departs from its traffic at any hour."""
+    observed = season.observed[row["cells"]].sum(0)
+    expected = season.expected[row["cells"]].sum(0)
+    hourly, spread = row["spread"]
+    first, stop = max(row["first"] - 1, 0), min(row["stop"] + 1, len(observed))
+    e = float(expected[first:stop].sum())
+    phi = max(1.0, (float(hourly[first:stop].sum()) + spread * e**2) / e) if e > 0 else 1.0
+    low = row["kind"] == "volume_drop"
+    if count_p_value(float(observed[first:stop].sum()), max(e, LEAST), phi, low=low) > alpha:
+        return True
+    first, stop = max(first, 1), min(stop, len(observed) - 1)  # room for an hour off
+    for late in (1, -1):  # the usual traffic an hour later, an hour earlier
+        hours = slice(first - late, stop - late)
+        counts = observed[None, first:stop], expected[None, hours]
+        variance = (hourly[None, hours], np.array([spread]))
+        departs = False
+        for low in (True, False):
+            scan = CountScan(*counts, variance, replace(rule, low=low))
+            departs |= any(pick.p_value * scan.tests <= alpha for pick in scan.first_round())
+        if not departs:
+            return True
+    return False
 
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:
