@@ -14,7 +14,7 @@ required. Every other row is extra. The quiet sets must give no row at all. It p
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
-                                            [--clocks-back DAYS]                                            [--sandbox]
+                                            [--clocks-back DAYS] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
