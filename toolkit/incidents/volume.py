@@ -8,7 +8,9 @@ missing, of its jobs extra) is kept: a workflow that stopped rather than each ch
 on, a silent channel rather than each of its providers. A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
-more than its group did in each week of the season's history (`_beyond_history`). A row's
+more than its group did in each week of the season's history (`_beyond_history`) and is a
+spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A row
+of its group's usual traffic an hour off (summer time's end) is none (`moved`). A row's
 expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
 keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
