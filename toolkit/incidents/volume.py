@@ -412,21 +412,20 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
 def moved(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
     """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
     changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
-    with its hour either side, its count is its expected count (what left an hour came back
-    in the next: negative binomial, at ``alpha``), or, against the expected counts an hour
-    off, its hours and one either side depart in no run (a count scan of them, ``rule`` both
-    ways, at ``alpha`` over its own tests: all its sends moved, people's rhythm too). A group
-    that stopped or ran away departs from its traffic at any hour."""
+    at least half of what it misses (sends too many) is too many (missing) in the hours either
+    side, or, against the expected counts an hour off, its hours and one either side depart in
+    no run (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its
+    sends moved, people's rhythm too). A group that stopped or ran away departs from its
+    traffic at any hour."""
     observed = season.observed[row["cells"]].sum(0)
     expected = season.expected[row["cells"]].sum(0)
     hourly, spread = row["spread"]
-    first, stop = max(row["first"] - 1, 0), min(row["stop"] + 1, len(observed))
-    e = float(expected[first:stop].sum())
-    phi = max(1.0, (float(hourly[first:stop].sum()) + spread * e**2) / e) if e > 0 else 1.0
-    low = row["kind"] == "volume_drop"
-    if count_p_value(float(observed[first:stop].sum()), max(e, LEAST), phi, low=low) > alpha:
+    sign = 1 if row["kind"] == "volume_drop" else -1  # missing jobs are positive
+    gap = sign * (expected - observed)
+    beside = [hour for hour in (row["first"] - 1, row["stop"]) if 0 <= hour < len(gap)]
+    if np.maximum(-gap[beside], 0).sum() >= 0.5 * gap[row["first"] : row["stop"]].sum():
         return True
-    first, stop = max(first, 1), min(stop, len(observed) - 1)  # room for an hour off
+    first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
     for late in (1, -1):  # the usual traffic an hour later, an hour earlier
         hours = slice(first - late, stop - late)
         counts = observed[None, first:stop], expected[None, hours]
