@@ -1,7 +1,7 @@
 """find_incidents when summer time ends (`shaped_traffic(clocks_back=)`): everything sent at a
 local hour (the digest, the newsletter, office hours, people's rhythm) moves an hour later in
 UTC, one zone a week before the other; a group's usual traffic an hour off is no incident
-(`toolkit.incidents.volume.moved`)."""
+(`toolkit.incidents.volume.an_hour_off`)."""
 
 from __future__ import annotations
 

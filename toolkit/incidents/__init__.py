@@ -62,9 +62,10 @@ the history against the others, a ``volume_spike`` (recurring batches and the gr
 bursts are in the history, so only what departs from it is) when its send occasions (below)
 depart too, or its busiest hour sends more than twice the group's busiest in the history
 (`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail heavier than its
-variance says). A row that is its group's usual traffic an hour off is none (`volume.moved`:
-summer time's end moves what is sent at a local hour an hour in UTC): with the hour either
-side its count is as expected, or against the expected counts an hour off no run departs. A run of hours without a job is a *silence*, tested on the
+variance says). A row that is its group's usual traffic an hour off is none
+(`volume.an_hour_off`: summer time's end moves what is sent at a local hour an hour in UTC):
+half of what it misses (sends too many) is too many (missing) in the hours either side, or
+against the expected counts an hour off no run departs. A run of hours without a job is a *silence*, tested on the
 group's send occasions (`toolkit.counts.occasion_counts`: minutes with at least one send; a
 burst or a batch is one): clumped sends have the measured variance, but none at all means no
 clump at all, so its p-value is the chance of no occasion from the group's last send before it

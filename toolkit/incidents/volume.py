@@ -9,9 +9,9 @@ on, a silent channel rather than each of its providers. A spike of one provider 
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`) and is a
-spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A row
-of its group's usual traffic an hour off (summer time's end) is none (`moved`). A row's
-expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
+spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
+row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
+row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
 keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
@@ -398,18 +398,18 @@ def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
 def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence) -> list[dict]:
     """The volume rows left when each cause is one row (see the module docstring), a cause
     kept when it is its own week's (`confirmed`, at ``alpha``) and not its group's usual
-    traffic an hour off (`moved`, under ``rule``)."""
+    traffic an hour off (`an_hour_off`, under ``rule``)."""
     rows, kept = _joined(season, rows), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
-    shifted = [row for row in shifted if confirmed(season, row, alpha)
-               and (row["kind"] == "traffic_shift" or not moved(season, row, alpha, rule))]  # fmt: skip
+    shifted = [row for row in shifted if confirmed(season, row, alpha) and (
+        row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
-def moved(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
+def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
     """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
     changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
     at least half of what it misses (sends too many) is too many (missing) in the hours either
