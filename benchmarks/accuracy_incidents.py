@@ -14,7 +14,7 @@ required. Every other row is extra. The quiet sets must give no row at all. It p
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
-                                            [--sandbox]
+                                            [--clocks-back DAYS] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -154,10 +154,12 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
-def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0) -> None:
+def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
+                 clocks_back: float | None = None) -> None:  # fmt: skip
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
-    multiplies every rate (1: about 2,000 notifications a day)."""
+    multiplies every rate (1: about 2,000 notifications a day); ``clocks_back``: summer time
+    ends that many days before each clock (the second zone's a week later)."""
     found_of: dict[str, list] = {}
     by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
@@ -168,7 +170,9 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
         for now in clocks:
             end = pd.Timestamp(now)
             for incidents in (True, False):
-                traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents)
+                back = None if clocks_back is None else end - pd.Timedelta(days=clocks_back)
+                traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
+                                         clocks_back=back)  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -265,11 +269,20 @@ def main() -> None:
         "--alone", action="store_true", help="read every window without baseline= (its own weeks)"
     )
     parser.add_argument(
-        "--scale", type=float, default=1.0,
+        "--scale",
+        type=float,
+        default=1.0,
         help="multiply the shaped traffic's rates (1: about 2,000 notifications a day)",
     )
+    parser.add_argument(
+        "--clocks-back",
+        type=float,
+        default=None,
+        metavar="DAYS",
+        help="summer time ends DAYS before each clock (the second zone's a week later)",
+    )
     args = parser.parse_args()
-    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale)
+    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back)
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

@@ -50,7 +50,8 @@ all fall in the part outside: a batch in its first minutes). How much counts var
 on the same weeks, not assumed:
 each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts
 raise ``a``, busier or quieter hours ``b``: a quiet night varies less than a busy afternoon;
-`season.dispersion`) and how much whole days vary together (``spread``, `season.day_spread`); a
+`season.dispersion`) and how much whole days vary together (``spread``, `season.day_spread`:
+at one standard error above what a month's few days show); a
 period of expected count ``e`` has its hours' variance plus ``spread * e**2`` and its count is
 tested as negative binomial with that mean and variance (`scan.count_p_value`). Its p-value is
 multiplied by the number of volume and failure periods examined, where a volume period of ``l``
@@ -58,7 +59,13 @@ hours counts ``1 / l`` (overlapping periods are nearly the same test; `scan.effe
 expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and
 two hours of its busiest traffic, and a larger departure than any of the group's in each week of
 the history against the others, a ``volume_spike`` (recurring batches and the group's usual
-bursts are in the history, so only what departs from it is). A run of hours without a job is a *silence*, tested on the
+bursts are in the history, so only what departs from it is) when its send occasions (below)
+depart too, or its busiest hour sends more than twice the group's busiest in the history
+(`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail heavier than its
+variance says). A row that is its group's usual traffic an hour off is none
+(`volume.an_hour_off`: summer time's end moves what is sent at a local hour an hour in UTC):
+half of what it misses (sends too many) is too many (missing) in the hours either side, or
+against the expected counts an hour off no run departs. A run of hours without a job is a *silence*, tested on the
 group's send occasions (`toolkit.counts.occasion_counts`: minutes with at least one send; a
 burst or a batch is one): clumped sends have the measured variance, but none at all means no
 clump at all, so its p-value is the chance of no occasion from the group's last send before it

@@ -209,9 +209,9 @@ def find_incidents(
         checked["baseline"] = (
             f"{said}; {rates.describe(learnt)}" if said else rates.describe(learnt)
         )
-    counted = {}
+    counted, evidence = {}, Evidence(min_jobs, min_failed, min_ratio)
     if isinstance(seasonal, season.Season):
-        counted = volume.scans(seasonal, Evidence(min_jobs, min_failed, min_ratio))
+        counted = volume.scans(seasonal, evidence)
     tests = sum(scan.tests for name, scan in scans.items() if name not in uncounted)
     tests = tests + sum(scan.tests for scan, _ in counted.values()) or 1
 
@@ -237,7 +237,11 @@ def find_incidents(
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
             if row["p_value"] <= alpha:
                 moved.append(row)
-    moved = [row for row in volume.one_per_cause(seasonal, moved, alpha) if row["kind"] in wanted]
+    moved = [
+        row
+        for row in volume.one_per_cause(seasonal, moved, alpha, evidence)
+        if row["kind"] in wanted
+    ]
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     if spikes:  # a burst sent at once is no spike: spikes of send occasions (a query)
         kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha)}

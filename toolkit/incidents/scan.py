@@ -194,9 +194,9 @@ class CountScan:
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected (at least `LEAST`), ``min_trials`` times its
-    dispersion and two hours of the group's busiest expected traffic (too many). `count_scans` makes the scans of several
-    rules of the same counts at once. ``busiest`` (per group) replaces the busiest expected
-    traffic when given."""
+    dispersion and two hours of the group's busiest expected traffic (too many).
+    `count_scans` makes the scans of several rules of the same counts at once. ``busiest``
+    (per group) replaces the busiest expected traffic when given."""
 
     observed: np.ndarray
     expected: np.ndarray

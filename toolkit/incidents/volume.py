@@ -8,8 +8,10 @@ missing, of its jobs extra) is kept: a workflow that stopped rather than each ch
 on, a silent channel rather than each of its providers. A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
-more than its group did in each week of the season's history (`_beyond_history`). A row's
-expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
+more than its group did in each week of the season's history (`_beyond_history`) and is a
+spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
+row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
+row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
 keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
@@ -17,11 +19,19 @@ season of two weeks read alone keeps only the rows of the week that departs (`co
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from toolkit.incidents.scan import LEAST, Evidence, _runs, count_p_value, count_scans
+from toolkit.incidents.scan import (
+    LEAST,
+    CountScan,
+    Evidence,
+    _runs,
+    count_p_value,
+    count_scans,
+)
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
@@ -385,16 +395,48 @@ def _follows(here: np.ndarray, there: np.ndarray) -> tuple[float, float]:
     return k, float(np.median(ratio)) / CHI2_MEDIAN if ratio.size else np.inf
 
 
-def one_per_cause(season: Season, rows: list[dict], alpha: float) -> list[dict]:
+def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence) -> list[dict]:
     """The volume rows left when each cause is one row (see the module docstring), a cause
-    kept when it is its own week's (`confirmed`, at ``alpha``)."""
+    kept when it is its own week's (`confirmed`, at ``alpha``) and not its group's usual
+    traffic an hour off (`an_hour_off`, under ``rule``)."""
     rows, kept = _joined(season, rows), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
-    shifted = [row for row in shifted if confirmed(season, row, alpha)]
+    shifted = [row for row in shifted if confirmed(season, row, alpha) and (
+        row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
     return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+
+
+def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
+    """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
+    changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
+    at least half of what it misses (sends too many) is too many (missing) in the hours either
+    side, or, against the expected counts an hour off, its hours and one either side depart in
+    no run (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its
+    sends moved, people's rhythm too). A group that stopped or ran away departs from its
+    traffic at any hour."""
+    observed = season.observed[row["cells"]].sum(0)
+    expected = season.expected[row["cells"]].sum(0)
+    hourly, spread = row["spread"]
+    sign = 1 if row["kind"] == "volume_drop" else -1  # missing jobs are positive
+    gap = sign * (expected - observed)
+    beside = [hour for hour in (row["first"] - 1, row["stop"]) if 0 <= hour < len(gap)]
+    if np.maximum(-gap[beside], 0).sum() >= 0.5 * gap[row["first"] : row["stop"]].sum():
+        return True
+    first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
+    for late in (1, -1):  # the usual traffic an hour later, an hour earlier
+        hours = slice(first - late, stop - late)
+        counts = observed[None, first:stop], expected[None, hours]
+        variance = (hourly[None, hours], np.array([spread]))
+        departs = False
+        for low in (True, False):
+            scan = CountScan(*counts, variance, replace(rule, low=low))
+            departs |= any(pick.p_value * scan.tests <= alpha for pick in scan.first_round())
+        if not departs:
+            return True
+    return False
 
 
 def _joined(season: Season, rows: list[dict]) -> list[dict]:

@@ -107,7 +107,13 @@ class Traffic:
 
 
 def shaped_traffic(
-    seed: int, now: Any, *, days: int = 42, scale: float = 1.0, incidents: bool = True
+    seed: int,
+    now: Any,
+    *,
+    days: int = 42,
+    scale: float = 1.0,
+    incidents: bool = True,
+    clocks_back: Any = None,
 ) -> Traffic:
     """``days`` of activity ending at ``now`` (about ``2,000 * scale`` notifications a day).
 
@@ -123,10 +129,15 @@ def shaped_traffic(
         Multiplies every rate.
     incidents : bool
         Plant the campaign, the failover and the incidents (True), or draw the quiet variant.
+    clocks_back : str or Timestamp, optional
+        Summer time ends: the first zone's clocks go back an hour at this instant, the
+        second's a week later (as Europe's and America's do), so that everything sent at a
+        local hour (people's rhythm, the digest, the newsletter, office hours) moves an hour
+        later in UTC. None: no change of the clocks.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
-    return _Draw(seed, pd.Timestamp(now), days, scale, incidents).traffic()
+    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back).traffic()
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -143,8 +154,10 @@ def _diurnal(local_hour: np.ndarray) -> np.ndarray:
 class _Draw:
     """One draw of `shaped_traffic` (the attributes are its plan; `traffic` draws it)."""
 
-    def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool):
+    def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
+                 clocks_back: Any = None):  # fmt: skip
         self.seed, self.scale, self.incidents = seed, scale, incidents
+        self.clocks_back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.now = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
         self.start = (self.now - pd.Timedelta(days=days)).floor("h")
         self.hours = pd.date_range(
@@ -280,7 +293,11 @@ class _Draw:
         return np.concatenate([times, more])
 
     def _local(self, zone: int) -> pd.DatetimeIndex:
-        return self.hours + pd.Timedelta(hours=float(self.zones[zone]))
+        local = self.hours + pd.Timedelta(hours=float(self.zones[zone]))
+        if self.clocks_back is None:
+            return local
+        summer = self.hours < self.clocks_back + pd.Timedelta(weeks=zone)
+        return local + pd.to_timedelta(summer.astype(int), unit="h")
 
     def _audience(self, rng, count: int, mask: np.ndarray) -> np.ndarray:
         members = np.flatnonzero(mask)
