@@ -141,3 +141,20 @@ def test_a_one_off_burst_in_two_weeks_does_not_hide_in_their_dispersion():
     burst = season.dispersion(counts.reshape(1, 2, season.WEEK))[0, 0]
     # a count against one other week's varies twice a Poisson count's: about 2, burst or not
     assert 1.5 <= a <= 2.5 and 1.5 <= burst <= 2.5
+
+
+def test_a_spike_before_the_first_whole_week_is_weighed_against_every_week():
+    # a window read alone begins 30 hours before its first whole week: a spike there is in
+    # none of the weeks, so none is left out of its history (the last one was)
+    hours = pd.date_range("2026-10-01", periods=2 * season.WEEK + 30, freq="h", tz="UTC")
+    weekly = np.zeros((1, 2, season.WEEK))
+    weekly[0, 1, 5] = 40  # the second week's busiest hour
+    observed = np.zeros((1, len(hours)))
+    observed[0, 3] = 60  # before the first whole week: less than twice 40
+    built = season.Season([("email", "p1", "flow")], hours, np.ones(len(hours), bool), observed,
+                          np.zeros((1, len(hours))), weekly, "its own weeks", 2, hours[0],
+                          hours[-1], own=30, confirm=True)  # fmt: skip
+    row = {"cells": np.array([0]), "first": 3, "stop": 4}
+    assert not volume._larger_than_any(built, row)
+    observed[0, 3] = 81
+    assert volume._larger_than_any(built, row)

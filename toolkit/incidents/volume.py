@@ -529,11 +529,11 @@ def _larger_than_any(season: Season, row: dict) -> bool:
 
 
 def _history_weeks(season: Season, row: dict) -> np.ndarray:
-    """The reference of ``row``'s group (weeks x 168), its own week left out."""
+    """The reference of ``row``'s group (weeks x 168), its own week left out (none when it
+    starts before the window's first whole week)."""
     weekly = season.reference[row["cells"]].sum(0)
-    if season.own is None:
-        return weekly
-    return np.delete(weekly, (row["first"] - season.own) // WEEK, axis=0)
+    own = -1 if season.own is None else (row["first"] - season.own) // WEEK
+    return np.delete(weekly, own, axis=0) if 0 <= own < len(weekly) else weekly
 
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:
