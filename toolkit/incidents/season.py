@@ -331,8 +331,8 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
     law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
     incident days), less one standard error (`_spread`; 0 when days vary no more than their
-    hours do). A period of expected count
-    ``e`` then has its hours' variance plus ``s * e**2``."""
+    hours do). A period of expected count ``e`` then has its hours' variance plus
+    ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
     for week in range(weekly.shape[1]):  # each week against the others

@@ -343,8 +343,9 @@ def expected_jobs(season: Season, cells: np.ndarray, first: int, stop: int, spre
     flow, channel = CELL.index("workflow"), CELL.index("channel")
     channels = {season.keys[cell][channel] for cell in cells}
     weeks = np.arange(season.reference.shape[1])
-    if season.own is not None and first >= season.own:  # its own week is not its history
-        weeks = weeks[weeks != (first - season.own) // WEEK]
+    own = _own_week(season, first)
+    if own is not None:  # its own week is not its history
+        weeks = weeks[weeks != own]
     for name in {season.keys[cell][flow] for cell in cells} - {None}:
         here = [cell for cell in cells if season.keys[cell][flow] == name]
         there = [n for n, key in enumerate(season.keys) if key[flow] == name and key[channel] not in channels]  # fmt: skip
@@ -477,7 +478,7 @@ def _beyond_history(season: Season, row: dict) -> bool:
     make a quasi-Poisson tail too light, and a group's usual bursts are in its history too, a
     runaway is not."""
     weekly = season.reference[row["cells"]].sum(0)  # weeks x 168
-    own = None if season.own is None else (row["first"] - season.own) // WEEK
+    own = _own_week(season, row["first"])
     largest = 0.0
     for week in range(weekly.shape[0]):
         if week == own:
@@ -501,7 +502,7 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     levels: dict[str, list[dict]] = {}
     for row in spikes:
         levels.setdefault(row["level"], []).append(row["keys"])
-    seasons = occasions(levels) if spikes else {}
+    seasons = occasions(levels)
     kept = []
     for row in spikes:
         sent = seasons[row["level"]][0]
@@ -529,11 +530,19 @@ def _larger_than_any(season: Season, row: dict) -> bool:
 
 
 def _history_weeks(season: Season, row: dict) -> np.ndarray:
-    """The reference of ``row``'s group (weeks x 168), its own week left out (none when it
-    starts before the window's first whole week)."""
+    """The reference of ``row``'s group (weeks x 168), its own week left out."""
     weekly = season.reference[row["cells"]].sum(0)
-    own = -1 if season.own is None else (row["first"] - season.own) // WEEK
-    return np.delete(weekly, own, axis=0) if 0 <= own < len(weekly) else weekly
+    own = _own_week(season, row["first"])
+    return weekly if own is None else np.delete(weekly, own, axis=0)
+
+
+def _own_week(season: Season, hour: int) -> int | None:
+    """The week of the reference that the window's ``hour`` lies in, when the reference is the
+    window's own weeks (None: a history before it, or an hour before its first whole week)."""
+    if season.own is None or hour < season.own:
+        return None
+    week = (hour - season.own) // WEEK
+    return week if week < season.reference.shape[1] else None
 
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:

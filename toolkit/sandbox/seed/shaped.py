@@ -157,7 +157,8 @@ class _Draw:
     def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
                  clocks_back: Any = None):  # fmt: skip
         self.seed, self.scale, self.incidents = seed, scale, incidents
-        self.clocks_back = None if clocks_back is None else pd.Timestamp(clocks_back)
+        back = None if clocks_back is None else pd.Timestamp(clocks_back)
+        self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
         self.now = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
         self.start = (self.now - pd.Timedelta(days=days)).floor("h")
         self.hours = pd.date_range(
