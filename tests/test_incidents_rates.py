@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from toolkit.incidents import find_incidents, rates
+from toolkit.incidents.scan import flat_dispersion
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -106,8 +107,8 @@ def test_overdispersion_is_measured():
     binomial = rng.binomial(50, 0.05, 600).astype(float)
     # each bucket's rate scaled by a gamma draw: variance 2.5 + 6.25 / 3, 1.83 times the mean
     bunched = rng.poisson(2.5 * rng.gamma(3.0, 1 / 3, 600)).astype(float)
-    assert rates._dispersion(binomial, trials) < 1.2
-    assert 1.5 < rates._dispersion(bunched, trials) < 2.2
+    assert flat_dispersion(binomial, trials) < 1.2
+    assert 1.5 < flat_dispersion(bunched, trials) < 2.2
     incident = bunched.copy()
     incident[:6] = 40  # the history's own incident: left out
-    assert rates._dispersion(incident, trials) < 2.2
+    assert flat_dispersion(incident, trials) < 2.2

@@ -548,8 +548,11 @@ class _Found:
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         self.rates[name] = learnt
+        here = None  # the groups whose dispersion the window's own buckets gave, at one rate
+        if not spec.low:
+            here = ~learnt.varies & (True if self.base is None else new)
         self.scans[name] = Scan(events, trials, parent, rule, reference, learnt.weight,
-                                learnt.dispersion)  # fmt: skip
+                                learnt.dispersion, here)  # fmt: skip
         return self.scans[name]
 
     @property
@@ -675,7 +678,7 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
-        phi = scan.dispersion[pick.group]
+        phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
