@@ -116,9 +116,10 @@ def test_overdispersion_is_measured():
 
 def test_an_incident_holding_much_of_a_short_window_is_tested_with_the_rest_s_dispersion():
     """A Monitor's first minutes: a provider seldom used for three hours (1 job a minute, none
-    failed), then live traffic in which it fails 90% (two minutes of 16 jobs). Measured on the
-    whole window, the outage itself makes the dispersion near 5: its period is tested with the
-    dispersion of the buckets outside it, about 1."""
+    failed), then live traffic in which it fails 90% (two minutes of 16 jobs). The outage
+    raises the window's mean rate, so that around it the other buckets look too low and its
+    own are not cut: the dispersion is near 5. Its period is tested with the dispersion around
+    the rest's rate, where the outage is cut: about 1."""
     trials = np.r_[np.ones(40), 16.0, 17.0][None, :]
     events = np.r_[np.zeros(40), 14.0, 16.0][None, :]
     phi = np.array([flat_dispersion(events[0], trials[0])])

@@ -42,20 +42,24 @@ LEAST = 0.5
 CUT = 25.0
 
 
-def flat_dispersion(events: np.ndarray, trials: np.ndarray) -> float:
-    """How much ``events`` out of ``trials`` (per bucket) vary beyond a binomial law at one
-    rate: ``sum((k - e)**2) / sum(e)`` over the buckets whose squared Pearson residual is at
-    most `CUT` (``e`` the bucket's trials at the mean rate; a fixed cut, so that incidents do
-    not widen it for one another); at least 1, and 1 with fewer than 10 buckets sent."""
-    rate = events.sum() / trials.sum() if trials.sum() else 0.0
-    expected = trials * rate
+def dispersion(events: np.ndarray, expected: np.ndarray) -> float:
+    """How much counts (per bucket) vary around their ``expected`` counts beyond a Poisson
+    law: ``sum((k - e)**2) / sum(e)`` over the buckets expected some, their squared Pearson
+    residual at most `CUT` (a fixed cut, so that incidents do not widen it for one another);
+    at least 1, and 1 with fewer than 10 buckets expected some."""
     seen = expected > 0
-    if seen.sum() < 10 or rate <= 0:
+    if seen.sum() < 10:
         return 1.0
     k, e = events[seen], expected[seen]
     square = (k - e) ** 2
     kept = square <= CUT * e
     return max(1.0, float(square[kept].sum() / e[kept].sum()))
+
+
+def flat_dispersion(events: np.ndarray, trials: np.ndarray) -> float:
+    """The `dispersion` of ``events`` out of ``trials`` (per bucket) around their mean rate."""
+    rate = events.sum() / trials.sum() if trials.sum() else 0.0
+    return dispersion(events, trials * rate)
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,9 @@ class Scan:
     ``weight`` (event groups x buckets) weighs the trials by the expected rate of their bucket
     over the group's mean, ``dispersion`` (event groups) divides the counts tested
     (`toolkit.incidents.rates`). A group marked in ``own`` had its dispersion measured on
-    these buckets at one rate (`flat_dispersion`): a period of it is tested with the
-    dispersion of the buckets outside it and the periods marked, so that an incident holding
-    much of a short window does not widen its own test.
+    these buckets at their mean rate (`flat_dispersion`); an incident holding much of a
+    short window raises that rate, and the buckets around it look too low: a period of such
+    a group is tested with the dispersion around the rest's rate (`period_dispersion`).
     `first_round` gives each group's best period, `next_round` the next best apart from those
     `mark`-ed; `tests` is how many periods the first round examined (those with enough
     evidence), for the multiple-testing correction.
@@ -209,15 +213,18 @@ class Scan:
         return picks, tests
 
     def period_dispersion(self, group: int, first: int, stop: int) -> float:
-        """The dispersion a period ``[first, stop)`` of ``group`` is tested with."""
+        """The dispersion a period ``[first, stop)`` of ``group`` is tested with: for a group
+        in ``own``, its `dispersion` around the rate of the rest of the window (the baseline
+        the period is tested against) when that is smaller, the periods marked left out."""
+        phi = float(self.dispersion[group])
         if self.own is None or not self.own[group]:
-            return float(self.dispersion[group])
-        rest = ~self.used[group]
+            return phi
+        k, n = self.events[group], self.trials[self.parent[group]]
+        kept = ~self.used[group]
+        rest = kept.copy()
         rest[first:stop] = False
-        trials = self.trials[self.parent[group], rest]
-        if np.count_nonzero(trials) < 10:
-            return float(self.dispersion[group])
-        return flat_dispersion(self.events[group, rest], trials)
+        rate = k[rest].sum() / max(n[rest].sum(), 1)
+        return min(phi, dispersion(k[kept], n[kept] * rate))
 
 
 @dataclass
