@@ -12,6 +12,9 @@ error is the row's notifications against the planted count. The campaign (a ``vo
 row) and the failover (a ``traffic_shift`` row naming the provider it left) are tolerated, not
 required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
+``--vary``: each seed also draws the traffic's shape (`toolkit.sandbox.seed.shaped.Shape`: night
+and weekend levels, when mornings start, the zones' shares, how much days and hours vary,
+fan-outs, the digest's and the newsletter's hours), rhythms the detector was never tuned on.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
                                             [--clocks-back DAYS] [--vary] [--sandbox]

@@ -106,7 +106,10 @@ conditional test of its count against the **baseline**: the rest of the window, 
 in ``baseline=`` (an Activity, e.g. the weeks before). Failures bunch (retries, a subscriber
 failing again, fan-outs), so each group's *dispersion* (how much more than a binomial law its
 counts per bucket vary around their expected counts, measured on the baseline, its own incidents
-left out) divides the counts tested: a quasi-binomial test (`rates`). Where the baseline (or the
+left out) divides the counts tested: a quasi-binomial test (`rates`). Measured on the window
+itself, an incident that holds much of it (an outage in a Monitor's first minutes) raises the
+rate the buckets are measured around; a period is then tested with the dispersion around the
+rest of the window's rate, when that is smaller. Where the baseline (or the
 window, its own weeks) spans three weeks and a group's failure rate varies by hour of the day
 beyond chance (a quasi-likelihood F test of the hours' rates against that dispersion, at 0.01
 over the groups), its trials are weighed by the rate of their hour: a period's expected failures
