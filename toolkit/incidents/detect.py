@@ -235,7 +235,7 @@ def find_incidents(
     for (level, low), (scan, groups) in counted.items():
         for pick in _significant(scan, alpha / tests):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
-            if row["p_value"] <= alpha:
+            if row["p_value"] <= alpha and volume.departs(row, evidence):
                 moved.append(row)
     moved = [
         row

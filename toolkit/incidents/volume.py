@@ -5,14 +5,17 @@ Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs
 one direction that overlap in time are one cause when most of one's missing (extra) jobs are in
 the other's cells; the group that departs the most (the largest share of its expected jobs
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
-on, a silent channel rather than each of its providers. A spike of one provider of a channel
+on, a silent channel rather than each of its providers; a row that is part of another's cause
+and not the other way round is the other's (a provider that sent less because a workflow it
+carries stopped). A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`) and is a
 spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
 row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
 row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
+row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
@@ -243,6 +246,15 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
+def departs(row: dict, rule: Evidence) -> bool:
+    """Whether a `candidate` row still misses (or has extra) ``rule.min_events`` jobs once they
+    are counted as its day and its workflows' other channels say (`expected_jobs`): a channel
+    whose workflow stopped sent what that workflow's other channels say, and is no row of its
+    own (the workflow's is)."""
+    gap = row["expected"] - row["events"]
+    return (gap if row["kind"] == "volume_drop" else -gap) >= rule.min_events
+
+
 def confirmed(season: Season, row: dict, alpha: float) -> bool:
     """Whether ``row`` is its own week's departure, when its season asks (`Season.confirm`: two
     weeks, each the other's only history, so that an incident in one week is an opposite
@@ -404,6 +416,11 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
+    # a row kept first that is part of a later one's cause, and not the other way round: a
+    # provider that sent less because a workflow it carries stopped is that workflow's row
+    kept = [row for row in kept if not any(
+        other is not row and _same_cause(season, row, other)
+        and not _same_cause(season, other, row) for other in kept)]  # fmt: skip
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
     shifted = [row for row in shifted if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
