@@ -1,0 +1,34 @@
+"""find_incidents on traffic whose shape is drawn too (`shaped_traffic(vary=True)`): night and
+weekend levels, mornings, zone shares, noise and fan-outs nobody tuned the detector on."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toolkit.incidents import find_incidents
+from toolkit.sandbox.seed.shaped import shaped_traffic
+
+NOW = pd.Timestamp("2026-07-04T18:45:00Z")
+HISTORY = pd.Timedelta(days=28)
+
+
+def test_a_drawn_shape_is_the_seeds_own():
+    drawn = [shaped_traffic(seed, NOW, vary=True, incidents=False) for seed in (7, 7, 8)]
+    assert drawn[0].notifications.equals(drawn[1].notifications)
+    assert len(drawn[0].notifications) != len(drawn[2].notifications)
+    plain = shaped_traffic(7, NOW, incidents=False)
+    assert len(plain.notifications) != len(drawn[0].notifications)
+
+
+def test_a_stopped_workflow_is_one_row_not_also_its_channel_and_provider():
+    # seed 7's shape: between 14:00 and 19:00 the workflow that stopped is all that push sends,
+    # so push sent nothing; counted as the workflow's other channel says (it stopped there
+    # too), push expected nothing either, and its provider's shortfall is the workflow's
+    traffic = shaped_traffic(7, NOW, vary=True)
+    after = NOW - pd.Timedelta(days=7)
+    rows = find_incidents(traffic.window(after, NOW)[0],
+                          baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+    drops = rows[rows["kind"] == "volume_drop"]
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["workflow"]]
+    assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
+    assert drops["channel"].isna().all(), list(drops["summary"])
