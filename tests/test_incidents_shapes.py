@@ -32,3 +32,17 @@ def test_a_stopped_workflow_is_one_row_not_also_its_channel_and_provider():
     (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["workflow"]]
     assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
     assert drops["channel"].isna().all(), list(drops["summary"])
+
+
+def test_a_small_outage_at_night_found_by_its_code_is_a_provider_outage():
+    # seed 1's shape: a provider that took over five days before fails all of its 11 sends at
+    # night with one code, retried; its own scan's 3-hour buckets dilute it, its code's scan
+    # finds it: the provider is down, and usually fails as its scan says, not as its code does
+    now = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(1, now, vary=True)
+    rows = find_incidents(traffic.window(now - pd.Timedelta(days=28), now)[0])
+    (planted,) = [p for p in traffic.planted if p["kind"] == "provider_outage"]
+    (row,) = rows[rows["provider_id"].eq(planted["provider_id"]) & rows["error_code"].eq("503")
+                  ].itertuples()  # fmt: skip
+    assert row.kind == "provider_outage" and row.failure_rate == 1.0, row.summary
+    assert 0.01 < row.baseline_rate < 0.1, row.summary

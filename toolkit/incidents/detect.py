@@ -1016,7 +1016,27 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         concentrated = len(met) and met.mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
+    if scan == "code" and row["rate"] >= outage_rate and hit["retried"].mean() >= MOST:
+        # one code failing most of the provider's sends, retried: the provider is down
+        row["base_rate"] = _provider_rate(found, row)
+        return "provider_outage"
     return "stale_credentials" if _stale(row, hit) else "error_spike"
+
+
+def _provider_rate(found: _Found, row: dict) -> float:
+    """The usual failure rate of the provider of an error code's row: its provider scan's
+    baseline, the row's own failures left out (the code's own usual rate when not scanned)."""
+    scan, keys = found.scans.get("provider"), found.keys.get("provider")
+    key = (row["keys"]["channel"], row["keys"]["provider_id"])
+    if scan is None or key not in keys[0]:
+        return row["base_rate"]
+    group = keys[0].index(key)
+    if scan.base is not None:
+        failed, tried = scan.base[0][group], scan.base[1][group]
+    else:
+        failed = scan.events[group].sum() - row["events"]
+        tried = scan.weighed(group).sum() - row["jobs"]
+    return float(failed / tried) if tried > 0 else row["base_rate"]
 
 
 def _stale(row: dict, hit: pd.DataFrame) -> bool:
