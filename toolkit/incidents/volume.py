@@ -5,9 +5,9 @@ Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs
 one direction that overlap in time are one cause when most of one's missing (extra) jobs are in
 the other's cells; the group that departs the most (the largest share of its expected jobs
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
-on, a silent channel rather than each of its providers; a row that is part of another's cause
-and not the other way round is the other's (a provider that sent less because a workflow it
-carries stopped). A spike of one provider of a channel
+on, a silent channel rather than each of its providers; a channel's or provider's row that is
+part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
+sent less because a workflow it carries stopped). A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`) and is a
@@ -416,10 +416,10 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
-    # a row kept first that is part of a later one's cause, and not the other way round: a
-    # provider that sent less because a workflow it carries stopped is that workflow's row
-    kept = [row for row in kept if not any(
-        other is not row and _same_cause(season, row, other)
+    # a channel or provider that sent less because a workflow it carries stopped (part of the
+    # workflow's cause, not the other way round) is the workflow's row, whichever came first
+    kept = [row for row in kept if row["level"] == "workflow" or not any(
+        other["level"] == "workflow" and _same_cause(season, row, other)
         and not _same_cause(season, other, row) for other in kept)]  # fmt: skip
     shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
     shifted = [row for row in shifted if confirmed(season, row, alpha) and (
