@@ -46,3 +46,14 @@ def test_a_small_outage_at_night_found_by_its_code_is_a_provider_outage():
                   ].itertuples()  # fmt: skip
     assert row.kind == "provider_outage" and row.failure_rate == 1.0, row.summary
     assert 0.01 < row.baseline_rate < 0.1, row.summary
+
+
+def test_a_stop_whose_backlog_is_sent_after_it_is_no_schedule_an_hour_off():
+    # seed 9's shape: push stops for five hours, then sends more than usual for two: the hour
+    # after it holds half of what it missed, but no schedule moved by an hour misses five
+    # hours' traffic
+    traffic = shaped_traffic(9, NOW, vary=True)
+    rows = find_incidents(traffic.window(NOW - pd.Timedelta(days=28), NOW)[0])
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["channel"]]
+    drops = rows[rows["kind"].eq("volume_drop") & rows["channel"].eq(planted["channel"])]
+    assert len(drops) == 1 and drops["started_at"].iloc[0] <= planted["end"], list(rows["summary"])

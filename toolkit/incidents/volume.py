@@ -43,6 +43,9 @@ ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 GAP = 12
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
+#: The most a schedule moved by an hour misses (sends too many), in its busiest expected hours:
+#: one hour's, with room for that hour's own noise (`an_hour_off`).
+MOVED = 1.5
 #: Hours either side of a period whose jobs say how busy its day is (`_level`).
 AROUND = 24
 #: Hours either side of a row whose jobs set its level against the other days (`confirmed`).
@@ -431,7 +434,8 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
     changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
     at least half of what it misses (sends too many) is too many (missing) in the hours either
-    side, or, against the expected counts an hour off, its hours and one either side depart in
+    side, and no more than an hour's shift can move (`MOVED` times its busiest expected hour,
+    those beside included: a backlog sent after a long stop is no schedule moved), or, against the expected counts an hour off, its hours and one either side depart in
     no run (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its
     sends moved, people's rhythm too). A group that stopped or ran away departs from its
     traffic at any hour."""
@@ -441,7 +445,9 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     sign = 1 if row["kind"] == "volume_drop" else -1  # missing jobs are positive
     gap = sign * (expected - observed)
     beside = [hour for hour in (row["first"] - 1, row["stop"]) if 0 <= hour < len(gap)]
-    if np.maximum(-gap[beside], 0).sum() >= 0.5 * gap[row["first"] : row["stop"]].sum():
+    missing = gap[row["first"] : row["stop"]].sum()
+    most = expected[min(beside + [row["first"]]) : max(beside + [row["stop"] - 1]) + 1].max()
+    if np.maximum(-gap[beside], 0).sum() >= 0.5 * missing and missing <= MOVED * most:
         return True
     first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
     for late in (1, -1):  # the usual traffic an hour later, an hour earlier
