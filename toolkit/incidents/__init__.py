@@ -141,7 +141,8 @@ other domains failed at most half as often in the period: a provider failing eve
 outage), stale_credentials (an error the service does not retry, and the subscribers it hit do
 not succeed again on that provider; with too few sent to again, a code or message saying token,
 credential, registration, 401/403/410... that lasts to the end of the window), provider_outage (at least ``outage_rate`` of the sends
-failed and the service retried most of them), error_spike, provider_outage below
+failed and the service retried most of them; or one error code on that share of the provider's
+sends, retried: "usually" is then the provider's rate), error_spike, provider_outage below
 ``outage_rate`` (many codes at once), latency_degradation (dropped when most of its slow jobs are
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
