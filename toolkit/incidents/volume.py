@@ -415,7 +415,9 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     """The volume rows left when each cause is one row (see the module docstring), a cause
     kept when it is its own week's (`confirmed`, at ``alpha``) and not its group's usual
     traffic an hour off (`an_hour_off`, under ``rule``)."""
-    rows, kept = _joined(season, rows), []
+    # a provider taking over is a shift, whatever its history: first, so that the drop of the
+    # provider it replaced claims no other group's drop in its cells
+    rows, kept = _shifts(season, _joined(season, rows)), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
@@ -424,10 +426,9 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     kept = [row for row in kept if row["level"] == "workflow" or not any(
         other["level"] == "workflow" and _same_cause(season, row, other)
         and not _same_cause(season, other, row) for other in kept)]  # fmt: skip
-    shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
-    shifted = [row for row in shifted if confirmed(season, row, alpha) and (
+    kept = [row for row in kept if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
-    return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+    return [row for row in kept if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
 def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
