@@ -57,3 +57,18 @@ def test_a_stop_whose_backlog_is_sent_after_it_is_no_schedule_an_hour_off():
     (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["channel"]]
     drops = rows[rows["kind"].eq("volume_drop") & rows["channel"].eq(planted["channel"])]
     assert len(drops) == 1 and drops["started_at"].iloc[0] <= planted["end"], list(rows["summary"])
+
+
+def test_a_workflow_that_stops_on_a_channel_that_failed_over_is_still_a_drop():
+    # seed 1's shape: SMS moved to another provider four days before the only SMS workflow
+    # stopped for six hours; the provider it left, expected to carry that workflow, claimed
+    # the drop as its own before the failover was named
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(1, now, vary=True)
+    after = now - pd.Timedelta(days=7)
+    rows = find_incidents(traffic.window(after, now)[0],
+                          baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["workflow"]]
+    assert rows["kind"].tolist().count("traffic_shift") == 1, list(rows["summary"])
+    drops = rows[rows["kind"].eq("volume_drop")]
+    assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
