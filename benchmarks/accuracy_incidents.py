@@ -12,9 +12,12 @@ error is the row's notifications against the planted count. The campaign (a ``vo
 row) and the failover (a ``traffic_shift`` row naming the provider it left) are tolerated, not
 required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
 extra row and impact more than 20% off, then the totals per planted kind and per window length.
+``--vary``: each seed also draws the traffic's shape (`toolkit.sandbox.seed.shaped.Shape`: night
+and weekend levels, when mornings start, the zones' shares, how much days and hours vary,
+fan-outs, the digest's and the newsletter's hours), rhythms the detector was never tuned on.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
-                                            [--clocks-back DAYS] [--sandbox]
+                                            [--clocks-back DAYS] [--vary] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -155,11 +158,12 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
 
 
 def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
-                 clocks_back: float | None = None) -> None:  # fmt: skip
+                 clocks_back: float | None = None, vary: bool = False) -> None:  # fmt: skip
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
     multiplies every rate (1: about 2,000 notifications a day); ``clocks_back``: summer time
-    ends that many days before each clock (the second zone's a week later)."""
+    ends that many days before each clock (the second zone's a week later); ``vary``: each
+    seed draws the traffic's shape too (`toolkit.sandbox.seed.shaped.Shape`)."""
     found_of: dict[str, list] = {}
     by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
@@ -172,7 +176,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
             for incidents in (True, False):
                 back = None if clocks_back is None else end - pd.Timedelta(days=clocks_back)
                 traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
-                                         clocks_back=back)  # fmt: skip
+                                         clocks_back=back, vary=vary)  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -281,8 +285,14 @@ def main() -> None:
         metavar="DAYS",
         help="summer time ends DAYS before each clock (the second zone's a week later)",
     )
+    parser.add_argument(
+        "--vary",
+        action="store_true",
+        help="draw the traffic's shape from each seed too (night and weekend levels, zones, noise)",
+    )
     args = parser.parse_args()
-    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back)
+    shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back,
+                 args.vary)  # fmt: skip
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

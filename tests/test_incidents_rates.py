@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from toolkit.incidents import find_incidents, rates
+from toolkit.incidents.scan import Evidence, Scan, flat_dispersion
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -106,8 +107,27 @@ def test_overdispersion_is_measured():
     binomial = rng.binomial(50, 0.05, 600).astype(float)
     # each bucket's rate scaled by a gamma draw: variance 2.5 + 6.25 / 3, 1.83 times the mean
     bunched = rng.poisson(2.5 * rng.gamma(3.0, 1 / 3, 600)).astype(float)
-    assert rates._dispersion(binomial, trials) < 1.2
-    assert 1.5 < rates._dispersion(bunched, trials) < 2.2
+    assert flat_dispersion(binomial, trials) < 1.2
+    assert 1.5 < flat_dispersion(bunched, trials) < 2.2
     incident = bunched.copy()
     incident[:6] = 40  # the history's own incident: left out
-    assert rates._dispersion(incident, trials) < 2.2
+    assert flat_dispersion(incident, trials) < 2.2
+
+
+def test_an_incident_holding_much_of_a_short_window_is_tested_with_the_rest_s_dispersion():
+    """A Monitor's first minutes: a provider seldom used for three hours (1 job a minute, none
+    failed), then live traffic in which it fails 90% (two minutes of 16 jobs). The outage
+    raises the window's mean rate, so that around it the other buckets look too low and its
+    own are not cut: the dispersion is near 5. Its period is tested with the dispersion around
+    the rest's rate, where the outage is cut: about 1."""
+    trials = np.r_[np.ones(40), 16.0, 17.0][None, :]
+    events = np.r_[np.zeros(40), 14.0, 16.0][None, :]
+    phi = np.array([flat_dispersion(events[0], trials[0])])
+    assert phi[0] > 4
+    rule = Evidence(5, 3, 2.0)
+    pick = Scan(events, trials, np.zeros(1, int), rule, dispersion=phi, own=np.ones(1, bool))
+    blurred = Scan(events, trials, np.zeros(1, int), rule, dispersion=phi)
+    (best,), (wide,) = pick.first_round(), blurred.first_round()
+    assert (best.first, best.stop) == (40, 42) and best.p_value < 1e-9
+    assert pick.period_dispersion(0, 40, 42) == 1.0
+    assert wide.p_value > 1e-4  # the old test: not significant over a few thousand periods

@@ -106,7 +106,10 @@ conditional test of its count against the **baseline**: the rest of the window, 
 in ``baseline=`` (an Activity, e.g. the weeks before). Failures bunch (retries, a subscriber
 failing again, fan-outs), so each group's *dispersion* (how much more than a binomial law its
 counts per bucket vary around their expected counts, measured on the baseline, its own incidents
-left out) divides the counts tested: a quasi-binomial test (`rates`). Where the baseline (or the
+left out) divides the counts tested: a quasi-binomial test (`rates`). Measured on the window
+itself, an incident that holds much of it (an outage in a Monitor's first minutes) raises the
+rate the buckets are measured around; a period is then tested with the dispersion around the
+rest of the window's rate, when that is smaller. Where the baseline (or the
 window, its own weeks) spans three weeks and a group's failure rate varies by hour of the day
 beyond chance (a quasi-likelihood F test of the hours' rates against that dispersion, at 0.01
 over the groups), its trials are weighed by the rate of their hour: a period's expected failures
@@ -138,7 +141,8 @@ other domains failed at most half as often in the period: a provider failing eve
 outage), stale_credentials (an error the service does not retry, and the subscribers it hit do
 not succeed again on that provider; with too few sent to again, a code or message saying token,
 credential, registration, 401/403/410... that lasts to the end of the window), provider_outage (at least ``outage_rate`` of the sends
-failed and the service retried most of them), error_spike, provider_outage below
+failed and the service retried most of them; or one error code on that share of the provider's
+sends, retried: "usually" is then the provider's rate), error_spike, provider_outage below
 ``outage_rate`` (many codes at once), latency_degradation (dropped when most of its slow jobs are
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures

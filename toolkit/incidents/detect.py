@@ -235,7 +235,7 @@ def find_incidents(
     for (level, low), (scan, groups) in counted.items():
         for pick in _significant(scan, alpha / tests):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
-            if row["p_value"] <= alpha:
+            if row["p_value"] <= alpha and volume.departs(row, evidence):
                 moved.append(row)
     moved = [
         row
@@ -548,8 +548,11 @@ class _Found:
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         self.rates[name] = learnt
+        here = None  # the groups whose dispersion the window's own buckets gave, at one rate
+        if not spec.low:
+            here = ~learnt.varies & (True if self.base is None else new)
         self.scans[name] = Scan(events, trials, parent, rule, reference, learnt.weight,
-                                learnt.dispersion)  # fmt: skip
+                                learnt.dispersion, here)  # fmt: skip
         return self.scans[name]
 
     @property
@@ -675,7 +678,7 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
-        phi = scan.dispersion[pick.group]
+        phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -1013,7 +1016,27 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         concentrated = len(met) and met.mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
+    if scan == "code" and row["rate"] >= outage_rate and hit["retried"].mean() >= MOST:
+        # one code failing most of the provider's sends, retried: the provider is down
+        row["base_rate"] = _provider_rate(found, row)
+        return "provider_outage"
     return "stale_credentials" if _stale(row, hit) else "error_spike"
+
+
+def _provider_rate(found: _Found, row: dict) -> float:
+    """The usual failure rate of the provider of an error code's row: its provider scan's
+    baseline, the row's own failures left out (the code's own usual rate when not scanned)."""
+    scan, keys = found.scans.get("provider"), found.keys.get("provider")
+    key = (row["keys"]["channel"], row["keys"]["provider_id"])
+    if scan is None or key not in keys[0]:
+        return row["base_rate"]
+    group = keys[0].index(key)
+    if scan.base is not None:
+        failed, tried = scan.base[0][group], scan.base[1][group]
+    else:
+        failed = scan.events[group].sum() - row["events"]
+        tried = scan.weighed(group).sum() - row["jobs"]
+    return float(failed / tried) if tried > 0 else row["base_rate"]
 
 
 def _stale(row: dict, hit: pd.DataFrame) -> bool:

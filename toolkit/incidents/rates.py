@@ -32,13 +32,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import betainc, gammainc, gammaincc
 
+from toolkit.incidents.scan import flat_dispersion
 from toolkit.incidents.season import MIN_WEEKS
 
 #: Family-wise level at which a rate that varies by hour is believed (over the groups tested).
 PROFILE_ALPHA = 0.01
-#: A bucket departing more than this many times its expected count (its squared Pearson residual) is
-#: an incident of the history, left out of the dispersion (about 1 in 10**6 of a normal law).
-CUT = 25.0
 #: A bucket's count less likely than this (either tail) under the profile is an incident of the
 #: history, left out of the profile and its test.
 TAIL = 1e-4
@@ -90,7 +88,7 @@ def learn(
     weeks = events.shape[1] // (7 * slots) if slots else 0
     profiles = np.ones((len(events), max(slots, 1)))
     for group in range(len(events)):
-        dispersion[group] = _dispersion(events[group], trials[group])
+        dispersion[group] = flat_dispersion(events[group], trials[group])
     if weeks >= MIN_WEEKS:
         slot = _slot_of(start, step, events.shape[1], step, slots)
         for group in range(len(events)):
@@ -178,21 +176,6 @@ def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
         high = betainc(np.maximum(events, 1e-9), size, 1 - success)
     high = np.where(events > 0, high, 1.0)
     return np.minimum(low, high) >= TAIL
-
-
-def _dispersion(events: np.ndarray, trials: np.ndarray) -> float:
-    """``sum((k - e)**2) / sum(e)`` over the buckets whose squared Pearson residual is at most
-    `CUT` (``e`` the bucket's trials at the mean rate; a fixed cut, so that incidents do not
-    widen it for one another); at least 1."""
-    rate = events.sum() / trials.sum() if trials.sum() else 0.0
-    expected = trials * rate
-    seen = expected > 0
-    if seen.sum() < 10 or rate <= 0:
-        return 1.0
-    k, e = events[seen], expected[seen]
-    square = (k - e) ** 2
-    kept = square <= CUT * e
-    return max(1.0, float(square[kept].sum() / e[kept].sum()))
 
 
 def _slot_of(start, step, count, width, slots) -> np.ndarray:

@@ -37,6 +37,29 @@ LONGEST = 72
 #: hour at nothing (the median of weeks it sent there now and then), and no count is
 #: infinitely unlikely against it.
 LEAST = 0.5
+#: A bucket departing more than this many times its expected count (its squared Pearson
+#: residual) is an incident, left out of a dispersion (about 1 in 10**6 of a normal law).
+CUT = 25.0
+
+
+def dispersion(events: np.ndarray, expected: np.ndarray) -> float:
+    """How much counts (per bucket) vary around their ``expected`` counts beyond a Poisson
+    law: ``sum((k - e)**2) / sum(e)`` over the buckets expected some, their squared Pearson
+    residual at most `CUT` (a fixed cut, so that incidents do not widen it for one another);
+    at least 1, and 1 with fewer than 10 buckets expected some."""
+    seen = expected > 0
+    if seen.sum() < 10:
+        return 1.0
+    k, e = events[seen], expected[seen]
+    square = (k - e) ** 2
+    kept = square <= CUT * e
+    return max(1.0, float(square[kept].sum() / e[kept].sum()))
+
+
+def flat_dispersion(events: np.ndarray, trials: np.ndarray) -> float:
+    """The `dispersion` of ``events`` out of ``trials`` (per bucket) around their mean rate."""
+    rate = events.sum() / trials.sum() if trials.sum() else 0.0
+    return dispersion(events, trials * rate)
 
 
 @dataclass(frozen=True)
@@ -78,7 +101,10 @@ class Scan:
     ``base`` (events, trials per group) replaces the rest of the window as the baseline;
     ``weight`` (event groups x buckets) weighs the trials by the expected rate of their bucket
     over the group's mean, ``dispersion`` (event groups) divides the counts tested
-    (`toolkit.incidents.rates`).
+    (`toolkit.incidents.rates`). A group marked in ``own`` had its dispersion measured on
+    these buckets at their mean rate (`flat_dispersion`); an incident holding much of a
+    short window raises that rate, and the buckets around it look too low: a period of such
+    a group is tested with the dispersion around the rest's rate (`period_dispersion`).
     `first_round` gives each group's best period, `next_round` the next best apart from those
     `mark`-ed; `tests` is how many periods the first round examined (those with enough
     evidence), for the multiple-testing correction.
@@ -91,6 +117,7 @@ class Scan:
     base: tuple[np.ndarray, np.ndarray] | None = None
     weight: np.ndarray | None = None
     dispersion: np.ndarray | None = None
+    own: np.ndarray | None = None
     tests: float = 0.0
     used: np.ndarray = field(init=False)
 
@@ -168,8 +195,9 @@ class Scan:
             top = mine[score[mine].argmax()]
             if not np.isfinite(score[top]):
                 continue
-            best, phi = valid[top], self.dispersion[groups[one]]
+            best = valid[top]
             first, stop = divmod(int(at[best]) % side**2, side)
+            phi = self.period_dispersion(int(groups[one]), first, stop)
             p = p_value(k[best] / phi, n[best], k_out[best] / phi, n_out[best], low=rule.low)
             picks.append(
                 Pick(
@@ -183,6 +211,20 @@ class Scan:
                 )  # fmt: skip
             )
         return picks, tests
+
+    def period_dispersion(self, group: int, first: int, stop: int) -> float:
+        """The dispersion a period ``[first, stop)`` of ``group`` is tested with: for a group
+        in ``own``, its `dispersion` around the rate of the rest of the window (the baseline
+        the period is tested against) when that is smaller, the periods marked left out."""
+        phi = float(self.dispersion[group])
+        if self.own is None or not self.own[group]:
+            return phi
+        k, n = self.events[group], self.trials[self.parent[group]]
+        kept = ~self.used[group]
+        rest = kept.copy()
+        rest[first:stop] = False
+        rate = k[rest].sum() / max(n[rest].sum(), 1)
+        return min(phi, dispersion(k[kept], n[kept] * rate))
 
 
 @dataclass

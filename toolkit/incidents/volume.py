@@ -5,14 +5,17 @@ Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs
 one direction that overlap in time are one cause when most of one's missing (extra) jobs are in
 the other's cells; the group that departs the most (the largest share of its expected jobs
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
-on, a silent channel rather than each of its providers. A spike of one provider of a channel
+on, a silent channel rather than each of its providers; a channel's or provider's row that is
+part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
+sent less because a workflow it carries stopped). A spike of one provider of a channel
 while another provider of it sends at least half as much less than expected is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`) and is a
 spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
 row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
 row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`). A
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
+row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
@@ -40,6 +43,9 @@ ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 GAP = 12
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
+#: The most a schedule moved by an hour misses (sends too many), in its busiest expected hours:
+#: one hour's, with room for that hour's own noise (`an_hour_off`).
+MOVED = 1.5
 #: Hours either side of a period whose jobs say how busy its day is (`_level`).
 AROUND = 24
 #: Hours either side of a row whose jobs set its level against the other days (`confirmed`).
@@ -243,6 +249,15 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
+def departs(row: dict, rule: Evidence) -> bool:
+    """Whether a `candidate` row still misses (or has extra) ``rule.min_events`` jobs once they
+    are counted as its day and its workflows' other channels say (`expected_jobs`): a channel
+    whose workflow stopped sent what that workflow's other channels say, and is no row of its
+    own (the workflow's is)."""
+    gap = row["expected"] - row["events"]
+    return (gap if row["kind"] == "volume_drop" else -gap) >= rule.min_events
+
+
 def confirmed(season: Season, row: dict, alpha: float) -> bool:
     """Whether ``row`` is its own week's departure, when its season asks (`Season.confirm`: two
     weeks, each the other's only history, so that an incident in one week is an opposite
@@ -400,21 +415,28 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     """The volume rows left when each cause is one row (see the module docstring), a cause
     kept when it is its own week's (`confirmed`, at ``alpha``) and not its group's usual
     traffic an hour off (`an_hour_off`, under ``rule``)."""
-    rows, kept = _joined(season, rows), []
+    # a provider taking over is a shift, whatever its history: first, so that the drop of the
+    # provider it replaced claims no other group's drop in its cells
+    rows, kept = _shifts(season, _joined(season, rows)), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
         if not any(_same_cause(season, row, other) for other in kept):
             kept.append(row)
-    shifted = _shifts(season, kept)  # a provider taking over is a shift, whatever its history
-    shifted = [row for row in shifted if confirmed(season, row, alpha) and (
+    # a channel or provider that sent less because a workflow it carries stopped (part of the
+    # workflow's cause, not the other way round) is the workflow's row, whichever came first
+    kept = [row for row in kept if row["level"] == "workflow" or not any(
+        other["level"] == "workflow" and _same_cause(season, row, other)
+        and not _same_cause(season, other, row) for other in kept)]  # fmt: skip
+    kept = [row for row in kept if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
-    return [row for row in shifted if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+    return [row for row in kept if row["kind"] != "volume_spike" or _beyond_history(season, row)]
 
 
 def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
     """Whether ``row`` is its group's usual traffic an hour later or earlier (the clocks
     changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
     at least half of what it misses (sends too many) is too many (missing) in the hours either
-    side, or, against the expected counts an hour off, its hours and one either side depart in
+    side, and no more than an hour's shift can move (`MOVED` times its busiest expected hour,
+    those beside included: a backlog sent after a long stop is no schedule moved), or, against the expected counts an hour off, its hours and one either side depart in
     no run (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its
     sends moved, people's rhythm too). A group that stopped or ran away departs from its
     traffic at any hour."""
@@ -424,7 +446,9 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     sign = 1 if row["kind"] == "volume_drop" else -1  # missing jobs are positive
     gap = sign * (expected - observed)
     beside = [hour for hour in (row["first"] - 1, row["stop"]) if 0 <= hour < len(gap)]
-    if np.maximum(-gap[beside], 0).sum() >= 0.5 * gap[row["first"] : row["stop"]].sum():
+    missing = gap[row["first"] : row["stop"]].sum()
+    most = expected[min(beside + [row["first"]]) : max(beside + [row["stop"] - 1]) + 1].max()
+    if np.maximum(-gap[beside], 0).sum() >= 0.5 * missing and missing <= MOVED * most:
         return True
     first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
     for late in (1, -1):  # the usual traffic an hour later, an hour earlier

@@ -10,9 +10,9 @@ every kind (``PLANTED``); ``incidents=False`` is the quiet variant (rhythm, batc
 only). Provider, workflow and domain names and every time are drawn from the seed, so that a
 detector cannot be tuned to them.
 
-Everything is a pure function of ``(seed, now, days, scale, incidents)``; the frames hold the
-columns `toolkit.metrics.REQUIRED_COLUMNS` names (what a store keeps), with the provenance of a
-read of the whole span in ``attrs``. `Traffic.window` cuts the read of a shorter window.
+Everything is a pure function of the arguments; the frames hold the columns
+`toolkit.metrics.REQUIRED_COLUMNS` names (what a store keeps), with the provenance of a read of
+the whole span in ``attrs``. `Traffic.window` cuts the read of a shorter window.
 """
 
 from __future__ import annotations
@@ -69,6 +69,38 @@ PLANTED = ("provider_outage", "error_spike", "domain_bounces", "stale_credential
            "volume_drop", "latency_degradation", "volume_spike", "degradation")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The constants of the traffic's shape: the defaults, or drawn (`shaped_traffic(vary=True)`)
+    so that a detector is measured on rhythms it was never tuned on."""
+
+    night: float = 0.1  # activity at night, relative to the peak
+    morning: float = 6.5  # local hour the day's activity starts rising
+    weekend: float = 1 / 3  # weekend activity relative to a weekday's
+    first_zone: float = 0.4  # share of people in the first time zone
+    day_shape: float = 50.0  # a whole day's activity is a gamma factor of this shape (sd 14%)
+    hour_shape: float = 25.0  # and an hour's (sd 20%)
+    bursts: float = 0.01  # share of notifications that fan out
+    burst_most: int = 12  # most notifications a fan-out adds (at least 3)
+    digest_hour: int = 7  # local hour of the morning digest
+    newsletter_hour: int = 10  # local hour of the weekly newsletter
+
+    @classmethod
+    def drawn(cls, rng: np.random.Generator) -> Shape:
+        return cls(
+            night=float(rng.uniform(0.03, 0.3)),
+            morning=float(rng.uniform(4.5, 8.5)),
+            weekend=float(rng.uniform(0.15, 0.9)),
+            first_zone=float(rng.uniform(0.2, 0.8)),
+            day_shape=float(rng.uniform(0.04, 0.2)) ** -2,
+            hour_shape=float(rng.uniform(0.08, 0.35)) ** -2,
+            bursts=float(rng.uniform(0.002, 0.03)),
+            burst_most=int(rng.integers(5, 31)),
+            digest_hour=int(rng.integers(5, 10)),
+            newsletter_hour=int(rng.integers(8, 15)),
+        )
+
+
 @dataclass
 class Traffic:
     """What `shaped_traffic` drew: the frames of the whole span and the planted incidents.
@@ -114,6 +146,7 @@ def shaped_traffic(
     scale: float = 1.0,
     incidents: bool = True,
     clocks_back: Any = None,
+    vary: bool = False,
 ) -> Traffic:
     """``days`` of activity ending at ``now`` (about ``2,000 * scale`` notifications a day).
 
@@ -134,10 +167,14 @@ def shaped_traffic(
         second's a week later (as Europe's and America's do), so that everything sent at a
         local hour (people's rhythm, the digest, the newsletter, office hours) moves an hour
         later in UTC. None: no change of the clocks.
+    vary : bool
+        Draw the shape's constants (`Shape`: night and weekend levels, when mornings start,
+        the zones' shares, how much days and hours vary, fan-outs, the digest's and the
+        newsletter's hours) from the seed too, instead of the defaults.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
-    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back).traffic()
+    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary).traffic()
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -145,18 +182,19 @@ def _rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def _diurnal(local_hour: np.ndarray) -> np.ndarray:
-    """Relative activity by local hour: a tenth of the peak at night, the peak mid-day."""
-    day = np.clip(np.sin(np.pi * (local_hour - 6.5) / 16.5), 0, None) ** 1.3
-    return 0.1 + 0.9 * day
+def _diurnal(local_hour: np.ndarray, shape: Shape) -> np.ndarray:
+    """Relative activity by local hour: ``shape.night`` of the peak at night, the peak mid-day."""
+    day = np.clip(np.sin(np.pi * (local_hour - shape.morning) / 16.5), 0, None) ** 1.3
+    return shape.night + (1 - shape.night) * day
 
 
 class _Draw:
     """One draw of `shaped_traffic` (the attributes are its plan; `traffic` draws it)."""
 
     def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
-                 clocks_back: Any = None):  # fmt: skip
+                 clocks_back: Any = None, vary: bool = False):  # fmt: skip
         self.seed, self.scale, self.incidents = seed, scale, incidents
+        self.shape = Shape.drawn(_rng(seed, "shape")) if vary else Shape()
         back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
         self.now = now.tz_localize("UTC") if now.tzinfo is None else now.tz_convert("UTC")
@@ -282,14 +320,14 @@ class _Draw:
         """Times of notifications at ``rate`` per hour (one per hour of `hours`), with a day's
         and an hour's own variation and short bursts (more spread than Poisson)."""
         days = (np.arange(len(rate)) // 24).astype(int)
-        day_noise = rng.gamma(50, 1 / 50, days.max() + 1)[days]
-        hour_noise = rng.gamma(25, 1 / 25, len(rate))
+        day_noise = rng.gamma(self.shape.day_shape, 1 / self.shape.day_shape, days.max() + 1)[days]
+        hour_noise = rng.gamma(self.shape.hour_shape, 1 / self.shape.hour_shape, len(rate))
         counts = rng.poisson(rate * day_noise * hour_noise)
         times = np.repeat(self.hours.asi8, counts) + (rng.random(counts.sum()) * 3.6e12).astype(
             "int64"
         )
-        bursts = rng.random(len(times)) < 0.01  # a fan-out: 3 to 12 more at once
-        extra = rng.integers(3, 13, bursts.sum())
+        bursts = rng.random(len(times)) < self.shape.bursts  # a fan-out: 3 or more at once
+        extra = rng.integers(3, self.shape.burst_most + 1, bursts.sum())
         more = np.repeat(times[bursts], extra) + rng.integers(0, 60e9, extra.sum())
         return np.concatenate([times, more])
 
@@ -308,10 +346,11 @@ class _Draw:
     def _users(self, rng: np.random.Generator) -> tuple:
         """Workflows people trigger by using the product: the daily and weekly rhythm."""
         out = []
-        for zone, share in ((0, 0.4), (1, 0.6)):
+        first = self.shape.first_zone
+        for zone, share in ((0, first), (1, 1 - first)):
             local = self._local(zone)
-            weekly = np.where(local.day_of_week >= 5, 1 / 3, 1.0)
-            shape = _diurnal(local.hour + 0.5) * weekly
+            weekly = np.where(local.day_of_week >= 5, self.shape.weekend, 1.0)
+            shape = _diurnal(local.hour + 0.5, self.shape) * weekly
             for name, peak in (("tx", 60), ("login", 25), ("activity", 60), ("reset", 8)):
                 times = self._hourly(rng, shape * peak * share * self.scale)
                 who = self._audience(rng, len(times), self.sub_zone == zone)
@@ -349,7 +388,7 @@ class _Draw:
         out = []
         for zone in (0, 1):
             local = self._local(zone)
-            starts = self.hours[local.hour == 7].asi8
+            starts = self.hours[local.hour == self.shape.digest_hour].asi8
             members = np.flatnonzero(self.digest_members & (self.sub_zone == zone))
             out.append(self._scheduled(rng, starts, members, 900, 0.9))
         times = np.concatenate([t for t, _ in out])
@@ -361,7 +400,8 @@ class _Draw:
         for zone in (0, 1):
             local = self._local(zone)
             starts = self.hours[
-                (local.hour == 10) & (local.day_of_week == self.newsletter_day)
+                (local.hour == self.shape.newsletter_hour)
+                & (local.day_of_week == self.newsletter_day)
             ].asi8
             members = np.flatnonzero(self.newsletter_members & (self.sub_zone == zone))
             out.append(self._scheduled(rng, starts, members, 3600, 0.97))

@@ -1,0 +1,74 @@
+"""find_incidents on traffic whose shape is drawn too (`shaped_traffic(vary=True)`): night and
+weekend levels, mornings, zone shares, noise and fan-outs nobody tuned the detector on."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toolkit.incidents import find_incidents
+from toolkit.sandbox.seed.shaped import shaped_traffic
+
+NOW = pd.Timestamp("2026-07-04T18:45:00Z")
+HISTORY = pd.Timedelta(days=28)
+
+
+def test_a_drawn_shape_is_the_seeds_own():
+    drawn = [shaped_traffic(seed, NOW, vary=True, incidents=False) for seed in (7, 7, 8)]
+    assert drawn[0].notifications.equals(drawn[1].notifications)
+    assert len(drawn[0].notifications) != len(drawn[2].notifications)
+    plain = shaped_traffic(7, NOW, incidents=False)
+    assert len(plain.notifications) != len(drawn[0].notifications)
+
+
+def test_a_stopped_workflow_is_one_row_not_also_its_channel_and_provider():
+    # seed 7's shape: between 14:00 and 19:00 the workflow that stopped is all that push sends,
+    # so push sent nothing; counted as the workflow's other channel says (it stopped there
+    # too), push expected nothing either, and its provider's shortfall is the workflow's
+    traffic = shaped_traffic(7, NOW, vary=True)
+    after = NOW - pd.Timedelta(days=7)
+    rows = find_incidents(traffic.window(after, NOW)[0],
+                          baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+    drops = rows[rows["kind"] == "volume_drop"]
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["workflow"]]
+    assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
+    assert drops["channel"].isna().all(), list(drops["summary"])
+
+
+def test_a_small_outage_at_night_found_by_its_code_is_a_provider_outage():
+    # seed 1's shape: a provider that took over five days before fails all of its 11 sends at
+    # night with one code, retried; its own scan's 3-hour buckets dilute it, its code's scan
+    # finds it: the provider is down, and usually fails as its scan says, not as its code does
+    now = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(1, now, vary=True)
+    rows = find_incidents(traffic.window(now - pd.Timedelta(days=28), now)[0])
+    (planted,) = [p for p in traffic.planted if p["kind"] == "provider_outage"]
+    (row,) = rows[rows["provider_id"].eq(planted["provider_id"]) & rows["error_code"].eq("503")
+                  ].itertuples()  # fmt: skip
+    assert row.kind == "provider_outage" and row.failure_rate == 1.0, row.summary
+    assert 0.01 < row.baseline_rate < 0.1, row.summary
+
+
+def test_a_stop_whose_backlog_is_sent_after_it_is_no_schedule_an_hour_off():
+    # seed 9's shape: push stops for five hours, then sends more than usual for two: the hour
+    # after it holds half of what it missed, but no schedule moved by an hour misses five
+    # hours' traffic
+    traffic = shaped_traffic(9, NOW, vary=True)
+    rows = find_incidents(traffic.window(NOW - pd.Timedelta(days=28), NOW)[0])
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["channel"]]
+    drops = rows[rows["kind"].eq("volume_drop") & rows["channel"].eq(planted["channel"])]
+    assert len(drops) == 1 and drops["started_at"].iloc[0] <= planted["end"], list(rows["summary"])
+
+
+def test_a_workflow_that_stops_on_a_channel_that_failed_over_is_still_a_drop():
+    # seed 1's shape: SMS moved to another provider four days before the only SMS workflow
+    # stopped for six hours; the provider it left, expected to carry that workflow, claimed
+    # the drop as its own before the failover was named
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(1, now, vary=True)
+    after = now - pd.Timedelta(days=7)
+    rows = find_incidents(traffic.window(after, now)[0],
+                          baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["workflow"]]
+    assert rows["kind"].tolist().count("traffic_shift") == 1, list(rows["summary"])
+    drops = rows[rows["kind"].eq("volume_drop")]
+    assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
