@@ -72,15 +72,3 @@ def test_a_workflow_that_stops_on_a_channel_that_failed_over_is_still_a_drop():
     assert rows["kind"].tolist().count("traffic_shift") == 1, list(rows["summary"])
     drops = rows[rows["kind"].eq("volume_drop")]
     assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
-
-
-def test_a_drop_row_sends_at_most_half_what_its_day_says():
-    # seed 15's shape: push stops for five hours at night, but its nightly batch goes out;
-    # counted as the batch's other channel says, one provider missed 21 of 174 jobs: no drop
-    now = pd.Timestamp("2026-03-18T03:30:00Z")
-    traffic = shaped_traffic(15, now, vary=True)
-    rows = find_incidents(traffic.window(now - pd.Timedelta(days=28), now)[0])
-    drops = rows[rows["kind"].eq("volume_drop")]
-    assert drops["failure_rate"].le(0.5).all(), list(drops["summary"])
-    (planted,) = [p for p in traffic.planted if p["kind"] == "volume_drop" and p["channel"]]
-    assert drops["channel"].eq(planted["channel"]).sum() == 1, list(drops["summary"])

@@ -15,7 +15,7 @@ spike of send occasions too, or a fan-out larger than any its group made (`trigg
 row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
 row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
 keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
-row that then no longer departs as a scan's period must is none (`departs`). A
+row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
 season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
@@ -250,16 +250,12 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
 
 
 def departs(row: dict, rule: Evidence) -> bool:
-    """Whether a `candidate` row, its jobs counted as its day and its workflows' other channels
-    say (`expected_jobs`), still departs as the scan's rule asks of a period: ``rule.min_events``
-    jobs missing (extra), and at most ``1 / rule.min_ratio`` of the expected jobs (at least
-    ``rule.min_ratio`` times). A channel whose workflow stopped sent what that workflow's other
-    channels say, and is no row of its own (the workflow's is); a provider whose nightly batch
-    went out as usual, around a short stop of its other sends, missed too few for a drop."""
-    expected, observed = row["expected"], row["events"]
-    if row["kind"] == "volume_drop":
-        return expected - observed >= rule.min_events and observed * rule.min_ratio <= expected
-    return observed - expected >= rule.min_events and observed >= rule.min_ratio * expected
+    """Whether a `candidate` row still misses (or has extra) ``rule.min_events`` jobs once they
+    are counted as its day and its workflows' other channels say (`expected_jobs`): a channel
+    whose workflow stopped sent what that workflow's other channels say, and is no row of its
+    own (the workflow's is)."""
+    gap = row["expected"] - row["events"]
+    return (gap if row["kind"] == "volume_drop" else -gap) >= rule.min_events
 
 
 def confirmed(season: Season, row: dict, alpha: float) -> bool:
