@@ -248,6 +248,41 @@ def test_a_child_that_ends_without_an_answer_has_its_work_done_here(end, how, ca
     assert f"ended without an answer ({how}); running it in this process instead" in message
 
 
+def test_a_progress_bar_lock_held_by_another_thread_at_the_fork_does_not_block_the_child(caplog):
+    """tqdm's lock (a semaphore shared with the child, and a thread lock its monitor thread
+    takes every few seconds) held by another thread when the process forks: the child's bars
+    take a lock of its own and it answers; before, it waited forever, holding the semaphore
+    this process's next bar then waited for (what hung a report under load)."""
+    from tqdm import tqdm
+
+    parent, lock = os.getpid(), tqdm.get_lock()
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:
+            held.set()
+            release.wait()
+
+    def bar():
+        if os.getpid() == parent:  # done here: the child did not answer
+            return parent
+        with tqdm(total=1, disable=True):
+            return os.getpid()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait()
+    try:
+        forked = Forked(bar)
+    finally:
+        release.set()
+        thread.join()
+    assert forked.result(timeout=60) != parent
+    assert caplog.records == []
+    with tqdm(total=1, disable=True):  # nor is this process's next bar held up
+        pass
+
+
 def test_an_answer_in_time_comes_from_the_child(caplog):
     assert Forked(os.getpid).result(timeout=600) != os.getpid()
     assert caplog.records == []

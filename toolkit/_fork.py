@@ -30,6 +30,7 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -63,6 +64,7 @@ class Forked:
             pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(reader)
+            _renew_progress_lock()
             _run_and_exit(writer, function, args)
         os.close(writer)
         self._pid: int | None = pid
@@ -126,6 +128,22 @@ class Forked:
     def _wait(self) -> int:
         pid, self._pid = self._pid, None
         return os.waitpid(pid, 0)[1]
+
+
+def _renew_progress_lock() -> None:
+    """In the child, a lock of its own for tqdm's bars. The lock it inherits is a semaphore
+    shared with the parent and a thread lock that tqdm's monitor thread takes every few
+    seconds: inherited while held, the child would wait for it forever, holding the semaphore,
+    and the parent's next bar would wait for the child (killing it does not release it)."""
+    std = sys.modules.get("tqdm.std")
+    if std is None:
+        return
+    lock, classes = threading.RLock(), [std.tqdm]
+    while classes:  # tqdm and the subclasses that made a lock of their own (tqdm.auto's)
+        cls = classes.pop()
+        if cls is std.tqdm or "_lock" in vars(cls):
+            cls.set_lock(lock)
+        classes += cls.__subclasses__()
 
 
 def _run_and_exit(writer: int, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
