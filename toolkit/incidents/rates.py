@@ -17,11 +17,12 @@ shorter history, a flat rate) the weight is 1 and the rate flat.
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
 history's variance of the bucket counts around their expected counts over those expected counts
-(``sum((k - e)**2) / sum(e)``, its buckets departing more than `CUT` times their expected
-count, the history's own incidents, left out; at least 1: the cut understates a very heavy
-tail, never below a binomial law). A period's count is tested as a quasi-binomial
-one: the exact conditional test on the counts divided by ``phi``
-(`toolkit.incidents.scan.p_value`).
+(``sum((k - e)**2) / sum(e)``, its buckets departing more than `toolkit.incidents.scan.CUT`
+times their expected count, the history's own incidents, left out; at least 1: the cut
+understates a very heavy tail, never below a binomial law; `toolkit.incidents.scan.dispersion`).
+A period's count is tested as a quasi-binomial one: the exact conditional test on the counts
+divided by ``phi`` (`toolkit.incidents.scan.p_value`); measured on the window itself, around the
+rest of the window's rate when that is smaller (`toolkit.incidents.scan.Scan.period_dispersion`).
 """
 
 from __future__ import annotations
