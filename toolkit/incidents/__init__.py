@@ -64,8 +64,9 @@ depart too, or its busiest hour sends more than twice the group's busiest in the
 (`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail heavier than its
 variance says). A row that is its group's usual traffic an hour off is none
 (`volume.an_hour_off`: summer time's end moves what is sent at a local hour an hour in UTC):
-half of what it misses (sends too many) is too many (missing) in the hours either side, or
-against the expected counts an hour off no run departs. A run of hours without a job is a *silence*, tested on the
+half of what it misses (sends too many) is too many (missing) in the hours either side, and
+no more than an hour's shift can move, or against the expected counts an hour off no run
+departs. A run of hours without a job is a *silence*, tested on the
 group's send occasions (`toolkit.counts.occasion_counts`: minutes with at least one send; a
 burst or a batch is one): clumped sends have the measured variance, but none at all means no
 clump at all, so its p-value is the chance of no occasion from the group's last send before it

@@ -436,9 +436,10 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     changed for summer time: a digest at 07:00 local moves an hour in UTC; a schedule moved):
     at least half of what it misses (sends too many) is too many (missing) in the hours either
     side, and no more than an hour's shift can move (`MOVED` times its busiest expected hour,
-    those beside included: a backlog sent after a long stop is no schedule moved), or, against the expected counts an hour off, its hours and one either side depart in
-    no run (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its
-    sends moved, people's rhythm too). A group that stopped or ran away departs from its
+    those beside included: a backlog sent after a long stop is no schedule moved), or,
+    against the expected counts an hour off, its hours and one either side depart in no run
+    (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its sends
+    moved, people's rhythm too). A group that stopped or ran away departs from its
     traffic at any hour."""
     observed = season.observed[row["cells"]].sum(0)
     expected = season.expected[row["cells"]].sum(0)
@@ -447,7 +448,7 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     gap = sign * (expected - observed)
     beside = [hour for hour in (row["first"] - 1, row["stop"]) if 0 <= hour < len(gap)]
     missing = gap[row["first"] : row["stop"]].sum()
-    most = expected[min(beside + [row["first"]]) : max(beside + [row["stop"] - 1]) + 1].max()
+    most = expected[max(row["first"] - 1, 0) : row["stop"] + 1].max()  # beside included
     if np.maximum(-gap[beside], 0).sum() >= 0.5 * missing and missing <= MOVED * most:
         return True
     first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
