@@ -660,3 +660,24 @@ def test_a_channel_silent_over_two_rounds_of_its_scan_is_one_channel_row():
     assert (
         abs(drops.iloc[0]["notifications"] - push["notifications"]) <= 0.1 * push["notifications"]
     )
+
+
+def test_a_silence_after_a_batch_is_no_less_likely_than_the_silence_of_those_who_stopped():
+    # two groups send 12 occasions an hour; one also sends a batch of 30 occasions in the
+    # first minutes of 02:00. Both are silent from 02:35 to 04:00: the part of 02:00 inside the
+    # silence expects what the silent hours do, not the batch, so both silences are as unlikely
+    from toolkit.incidents.volume import _silence
+
+    people = np.full(30, 12.0)
+    batch = people.copy()
+    batch[2] += 30
+    variance = batch.copy()
+    variance[2] *= 5  # the batch's size varies
+    edges = (1 - 35 / 60, 0.01)  # the last occasion at 02:35, the next at 04:00
+    p = {}
+    for name, expected, hourly in (("people", people, people), ("batch", batch, variance)):
+        observed = expected.copy()
+        observed[3] = 0
+        p[name] = _silence(observed, expected, hourly, 0.05, 3, 4, edges)
+    assert p["people"] < 1e-3
+    assert p["batch"] >= p["people"]

@@ -72,3 +72,15 @@ def test_a_workflow_that_stops_on_a_channel_that_failed_over_is_still_a_drop():
     assert rows["kind"].tolist().count("traffic_shift") == 1, list(rows["summary"])
     drops = rows[rows["kind"].eq("volume_drop")]
     assert drops["workflows"].map(lambda names: names[:1]).tolist() == [[planted["workflow"]]]
+
+
+def test_an_outage_is_planted_as_the_sends_it_made_fail():
+    # seed 18's shape: its outage begins as a burst's sends are being delivered; a send made
+    # (and delivered) before it began is no hit, though its retries would have fallen inside:
+    # the planted truth is the jobs that failed with the outage's code, no more
+    traffic = shaped_traffic(18, NOW, vary=True)
+    (planted,) = [p for p in traffic.planted if p["kind"] == "provider_outage"]
+    jobs = traffic.jobs.merge(traffic.notifications[["notification_id", "created_at"]])
+    failed = jobs[jobs["provider_id"].eq(planted["provider_id"]) & jobs["error_code"].eq("503")]
+    assert len(planted["hits"]) > 0
+    assert sorted(failed["created_at"]) == list(planted["hits"])

@@ -152,17 +152,21 @@ def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
     e)``. Its edges are where the group's last and first occasions happen to be: a silence
     covering the hours is at least ``x`` longer than them with the chance ``(1 + x)
     exp(-x)`` of the sum of two exponential waits (of a Poisson process), so the chance is
-    multiplied by ``1 + x``, ``x`` the edges' ``Q``."""
+    multiplied by ``1 + x``, ``x`` the edges' ``Q``. The part of an edge hour inside the
+    silence is expected at no more than the silent hours' mean rate: a batch sends in its
+    hour's first minutes, and the rest of that hour is as quiet as the silence."""
     hours = np.arange(max(0, first - 1), min(len(expected), stop + 1))
     share = np.ones(len(hours))
     share[hours == first - 1], share[hours == stop] = edges
-    e = expected[hours] * share
+    edge = (hours < first) | (hours >= stop)
+    e = np.where(edge, np.minimum(expected[hours], expected[first:stop].mean()), expected[hours])
+    e = e * share
     with np.errstate(invalid="ignore", divide="ignore"):
         phi = np.where(expected[hours] > 0, hourly[hours] / expected[hours], 1.0)
     phi = np.maximum(phi, 1.0)
     c = np.where(phi > 1 + 1e-9, np.log(phi) / np.maximum(phi - 1, 1e-12), 1.0)
     q = float((c * e).sum())
-    x = float((c * e)[(hours < first) | (hours >= stop)].sum())
+    x = float((c * e)[edge].sum())
     around = np.r_[max(0, first - 1 - AROUND) : max(0, first - 1),
                    min(len(expected), stop + 1) : min(len(expected), stop + 1 + AROUND)]  # fmt: skip
     usual = float(expected[around].sum())

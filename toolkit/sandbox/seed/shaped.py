@@ -542,13 +542,15 @@ class _Jobs:
                 latency = np.where(slow, latency * 10 + 20, latency)
                 plan["hits"] = times[rows[slow]]
             elif kind == "provider_outage":
-                # every attempt inside the window fails (retried); attempts after it succeed
+                # every attempt inside the window fails (retried); attempts after it succeed.
+                # A job is hit when it makes an attempt inside: its earlier ones all failed
                 at = start + (latency * 1e9).astype("int64")
-                hit = np.zeros(n, bool)
+                hit, made = np.zeros(n, bool), np.ones(n, bool)
                 for attempt in range(len(BACKOFF) + 1):
                     inside = mine & (at >= plan["start"].value) & (at < plan["end"].value)
                     window_fail[:, attempt] |= inside
-                    hit |= inside
+                    hit |= made & inside
+                    made &= inside | (transient & (attempt < retries_failing))
                     if attempt < len(BACKOFF):
                         at = at + int(BACKOFF[attempt] * 1e9)
                 window_code[hit], window_text[hit] = "503", "Service unavailable"
