@@ -84,3 +84,19 @@ def test_an_outage_is_planted_as_the_sends_it_made_fail():
     failed = jobs[jobs["provider_id"].eq(planted["provider_id"]) & jobs["error_code"].eq("503")]
     assert len(planted["hits"]) > 0
     assert sorted(failed["created_at"]) == list(planted["hits"])
+
+
+def test_a_few_bounces_of_a_domain_in_a_short_row_are_its_domain_s_row():
+    # seed 3's shape: icloud.com bounces 8 notifications through two providers; one provider's
+    # row holds 6 of them in 37 minutes, where its failures are all but the bounces: the
+    # domain's share of that provider's *other* sends is what the bounces are compared with
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(3, now, vary=True)
+    after = now - pd.Timedelta(days=7)
+    activity, planted = traffic.window(after, now)
+    rows = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+    (bounces,) = [p for p in planted if p["kind"] == "domain_bounces"]
+    mine = rows[rows["kind"].eq("domain_bounces")]
+    assert mine["domain"].tolist() == [bounces["domain"]], list(rows["summary"])
+    assert mine["notifications"].iloc[0] == bounces["notifications"]
+    assert not rows["error_code"].eq("5.1.1").loc[rows["kind"].ne("domain_bounces")].any()

@@ -847,15 +847,17 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     providers' rows that overlap in time are joined (their providers, jobs and impact; a
     provider named, and its sends counted, once), and so is a provider's error row whose
     failures are mostly one domain's (at least `MOST` of them, and twice that domain's share of
-    the provider's sends then). A domain's row whose failures are mostly those of a larger row
+    the provider's other sends then: a short row's own failures would raise that share). A domain's row whose failures are mostly those of a larger row
     of its provider (an error hitting every domain) is that row's."""
     out: list[dict] = []
     for row in rows:
-        if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
-            top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
-            period = jobs.iloc[row["first"] : row["last"] + 1]
-            sent = period["domain"][_pair_is(period, row["keys"])]
-            if len(top) and top.iloc[0] >= MOST and top.iloc[0] >= 2 * sent.eq(top.index[0]).mean():
+        top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
+        if row["kind"] in ("error_spike", "provider_outage") and len(top):
+            period = np.arange(row["first"], row["last"] + 1)
+            others = period[_pair_is(jobs.iloc[period], row["keys"])]
+            others = np.setdiff1d(others, row["affected"])  # the provider's other sends then
+            usual = jobs["domain"].iloc[others].eq(top.index[0]).mean() if len(others) else 0.0
+            if top.iloc[0] >= MOST and top.iloc[0] >= 2 * usual:
                 row = {**row, "kind": "domain_bounces",
                        "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
         if row["kind"] == "domain_bounces" and any(
