@@ -158,3 +158,15 @@ def test_a_spike_before_the_first_whole_week_is_weighed_against_every_week():
     assert not volume._larger_than_any(built, row)
     observed[0, 3] = 81
     assert volume._larger_than_any(built, row)
+
+
+def test_a_silence_in_a_group_that_dropped_elsewhere_is_tested_as_a_silence_too():
+    # seed 5: push stops for five hours on Feb 28, 20 days read alone; push's best drop is
+    # elsewhere (a workflow of it stopped later), so the stop is its second round's pick,
+    # which is tested as the silence it is, not by the count's law alone
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    planted, found = alone(shaped_traffic(5, now), now, days=20)
+    (stop,) = [p for p in planted if p["kind"] == "volume_drop" and p["channel"] == "push"]
+    drops = found[found["kind"].eq("volume_drop") & found["channel"].eq("push")]
+    assert len(drops) == 1 and overlaps(drops.iloc[0], stop), list(found["summary"])
+    assert abs(drops["notifications"].iloc[0] / stop["notifications"] - 1) <= 0.2

@@ -5,6 +5,7 @@ incident (the rules are in the package docstring)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -233,7 +234,8 @@ def find_incidents(
     _whole_domain(found, rows, scans.get("domain"), alpha, min_ratio)
     moved = []
     for (level, low), (scan, groups) in counted.items():
-        for pick in _significant(scan, alpha / tests):
+        silent = partial(volume.silences, counted, occasions, alpha / tests, (level, low))
+        for pick in _significant(scan, alpha / tests, silent if low else None):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
             if row["p_value"] <= alpha and volume.departs(row, evidence):
                 moved.append(row)
@@ -782,10 +784,13 @@ def _job_frame(rows) -> pd.DataFrame:
     return frame
 
 
-def _significant(scan: Scan, threshold: float) -> list[Pick]:
-    """Each group's significant periods, in up to `ROUNDS` disjoint rounds."""
+def _significant(scan: Scan, threshold: float, later: Callable | None = None) -> list[Pick]:
+    """Each group's significant periods, in up to `ROUNDS` disjoint rounds; ``later(picks)``
+    tests each round's picks after the first again (a drop's as a silence) first."""
     found, picks = [], scan.first_round()
-    for _ in range(ROUNDS):
+    for round_ in range(ROUNDS):
+        if round_ and later is not None:
+            later(picks)
         picks = [pick for pick in picks if pick.p_value <= threshold]
         if not picks:
             break

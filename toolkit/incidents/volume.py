@@ -73,8 +73,10 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
     return out
 
 
-def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float) -> None:
-    """Each drop scan's first-round picks tested as silences (`_silence`) on their group's send
+def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float,
+             scan: tuple | None = None, picked: list | None = None) -> None:  # fmt: skip
+    """Each drop scan's first-round picks (or only ``picked``, a later round's picks of the scan
+    ``scan``, a key of ``counted``) tested as silences (`_silence`) on their group's send
     occasions (``occasions({level: groups})``: per level, the groups' occasions as a season
     whose cells are the groups, `occasion_season`, and their
     `toolkit.counts.occasion_counts`): a best-scoring run without a job takes the p-value of
@@ -82,8 +84,11 @@ def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float)
     ``threshold``) takes its run without a job and the most expected jobs instead when that
     silence is less likely. No occasions (a history of counts only): the count's law."""
     tested = {}
-    for (level, low), (scan, (keys, _, _)) in counted.items():
-        picks = [pick for pick in scan.first_round() if low and pick.silent is not None
+    for (level, low), (one, (keys, _, _)) in counted.items():
+        if scan is not None and (level, low) != scan:
+            continue
+        picks = [pick for pick in (one.first_round() if picked is None else picked)
+                 if low and pick.silent is not None
                  and (pick.events == 0 or pick.p_value > threshold)]  # fmt: skip
         if picks:
             tested[level] = [(pick, keys[pick.group]) for pick in picks]
