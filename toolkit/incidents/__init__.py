@@ -72,9 +72,10 @@ burst or a batch is one): clumped sends have the measured variance, but none at 
 clump at all, so its p-value is the chance of no occasion from the group's last send before it
 to its first after (each hour a negative binomial count of occasions with their own measured
 variance, at the level of the day around it; times ``1 + x`` for the edges' ``x`` expected
-occasions, where the sends around it happen to fall; `volume.silences`). A best-scoring run
+occasions, where the sends around it happen to fall, the part of an edge hour inside it
+expected at no more than the silent hours' rate; `volume.silences`). A best-scoring run
 without a job takes that p-value; a group whose best run is not significant takes its silence
-when that is less likely. Many independent sends stopping for hours are found; a batch that
+when that is less likely; so do its later rounds' runs. Many independent sends stopping for hours are found; a batch that
 skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are
 mostly another's are one: the group that departs most (a workflow that stopped, not every
 channel it sends on). A provider's spike while another provider of its channel sends about as
@@ -148,8 +149,8 @@ sends, retried: "usually" is then the provider's rate), error_spike, provider_ou
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
 are mostly that domain's (at least half of them, and twice the domain's share of the provider's
-sends: a domain with most of the sends, failing like the rest, is the provider's error) joins it,
-its provider named once; once one provider's bounces are significant, the row takes in
+other sends then: a domain with most of the sends, failing like the rest, is the provider's
+error) joins it, its provider named once; once one provider's bounces are significant, the row takes in
 the domain's failures of the same cause on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an
