@@ -663,21 +663,26 @@ def test_a_channel_silent_over_two_rounds_of_its_scan_is_one_channel_row():
 
 
 def test_a_silence_after_a_batch_is_no_less_likely_than_the_silence_of_those_who_stopped():
-    # two groups send 12 occasions an hour; one also sends a batch of 30 occasions in the
-    # first minutes of 02:00. Both are silent from 02:35 to 04:00: the part of 02:00 inside the
-    # silence expects what the silent hours do, not the batch, so both silences are as unlikely
+    # a group sends 12 occasions an hour; another also sends a batch of 30 occasions in the
+    # first minutes of 02:00; a third's mornings begin at 04:00. All are silent from 02:35 to
+    # 04:00: the batch sent in its hour's first minutes, so the part of 02:00 inside the silence
+    # expects no more than the hours around it do, and both silences are as unlikely; the
+    # morning's 04:00 is busier than 03:00 and 05:00 is busier still: a ramp, expected as it is
     from toolkit.incidents.volume import _silence
 
     people = np.full(30, 12.0)
-    batch = people.copy()
+    batch, morning = people.copy(), people.copy()
     batch[2] += 30
+    morning[4:] += 20
     variance = batch.copy()
     variance[2] *= 5  # the batch's size varies
-    edges = (1 - 35 / 60, 0.01)  # the last occasion at 02:35, the next at 04:00
+    edges = (1 - 35 / 60, 0.5)  # the last occasion at 02:35, the next at 04:30
     p = {}
-    for name, expected, hourly in (("people", people, people), ("batch", batch, variance)):
+    for name, expected, hourly in (("people", people, people), ("batch", batch, variance),
+                                   ("morning", morning, morning)):  # fmt: skip
         observed = expected.copy()
         observed[3] = 0
         p[name] = _silence(observed, expected, hourly, 0.05, 3, 4, edges)
     assert p["people"] < 1e-3
     assert p["batch"] >= p["people"]
+    assert p["morning"] < p["people"] / 100

@@ -157,15 +157,16 @@ def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
     e)``. Its edges are where the group's last and first occasions happen to be: a silence
     covering the hours is at least ``x`` longer than them with the chance ``(1 + x)
     exp(-x)`` of the sum of two exponential waits (of a Poisson process), so the chance is
-    multiplied by ``1 + x``, ``x`` the edges' ``Q``. The part of an edge hour inside the
-    silence is expected at no more than the silent hours' mean rate: a batch sends in its
-    hour's first minutes, and the rest of that hour is as quiet as the silence."""
+    multiplied by ``1 + x``, ``x`` the edges' ``Q``. An edge hour is expected at no more than
+    the busier of its neighbours: one busier than both is a batch's, which sends in its first
+    minutes, not in the part of it inside the silence."""
     hours = np.arange(max(0, first - 1), min(len(expected), stop + 1))
     share = np.ones(len(hours))
     share[hours == first - 1], share[hours == stop] = edges
     edge = (hours < first) | (hours >= stop)
-    e = np.where(edge, np.minimum(expected[hours], expected[first:stop].mean()), expected[hours])
-    e = e * share
+    padded = np.r_[0.0, expected, 0.0]  # each hour's neighbours, none outside the window
+    busier = np.maximum(padded[hours], padded[hours + 2])
+    e = np.where(edge, np.minimum(expected[hours], busier), expected[hours]) * share
     with np.errstate(invalid="ignore", divide="ignore"):
         phi = np.where(expected[hours] > 0, hourly[hours] / expected[hours], 1.0)
     phi = np.maximum(phi, 1.0)
