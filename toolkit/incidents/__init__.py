@@ -72,8 +72,8 @@ burst or a batch is one): clumped sends have the measured variance, but none at 
 clump at all, so its p-value is the chance of no occasion from the group's last send before it
 to its first after (each hour a negative binomial count of occasions with their own measured
 variance, at the level of the day around it; times ``1 + x`` for the edges' ``x`` expected
-occasions, where the sends around it happen to fall, the part of an edge hour inside it
-expected at no more than the silent hours' rate; `volume.silences`). A best-scoring run
+occasions, where the sends around it happen to fall, an edge hour expected at no more than
+the busier of its neighbours: a batch sends in its hour's first minutes; `volume.silences`). A best-scoring run
 without a job takes that p-value; a group whose best run is not significant takes its silence
 when that is less likely; so do its later rounds' runs. Many independent sends stopping for hours are found; a batch that
 skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are
