@@ -520,7 +520,7 @@ def test_a_silence_is_tested_on_send_occasions_not_on_the_counts_law():
     tests = sum(one.tests for one, _ in counted.values())
     by_law = {keys[pick.group]["workflow"]: pick.p_value * tests for pick in scan.first_round()}
     assert by_law["batch"] <= 0.01  # the counts' law: a regular batch never skips
-    volume.silences(counted, lambda level: _occasions(level, jobs, {"after": day, "before": end},
+    volume.on_occasions(counted, lambda level: _occasions(level, jobs, {"after": day, "before": end},
                                                       (day, end, []), jobs, history), 0.01 / tests)  # fmt: skip
     found = {keys[pick.group]["workflow"]: pick for pick in _significant(scan, 0.01 / tests)}
     assert set(found) == {"people"}

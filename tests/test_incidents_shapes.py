@@ -100,3 +100,18 @@ def test_a_few_bounces_of_a_domain_in_a_short_row_are_its_domain_s_row():
     assert mine["domain"].tolist() == [bounces["domain"]], list(rows["summary"])
     assert mine["notifications"].iloc[0] == bounces["notifications"]
     assert not rows["error_code"].eq("5.1.1").loc[rows["kind"].ne("domain_bounces")].any()
+
+
+def test_a_runaway_of_a_workflow_that_fans_out_is_found_by_its_send_occasions():
+    # seed 17's shape: a workflow whose triggers often fan out to tens of notifications at once
+    # (its hourly counts vary eleven times as much as a Poisson count's) sends 311 jobs in two
+    # hours where 35 were expected: by its counts, possibly a few fan-outs more than usual; by
+    # its send occasions (minutes with a send), many triggers more than usual: a runaway
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(17, now, vary=True)
+    rows = find_incidents(traffic.window(now - HISTORY, now)[0])
+    (runaway,) = [p for p in traffic.planted if p["kind"] == "volume_spike"]
+    spikes = rows[rows["kind"].eq("volume_spike") & rows["workflows"].map(
+        lambda names: names[:1] == [runaway["workflow"]])]  # fmt: skip
+    assert len(spikes) == 1, list(rows["summary"])
+    assert abs(spikes["notifications"].iloc[0] / len(runaway["hits"]) - 1) <= 0.2

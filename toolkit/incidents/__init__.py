@@ -62,7 +62,8 @@ the history against the others, a ``volume_spike`` (recurring batches and the gr
 bursts are in the history, so only what departs from it is) when its send occasions (below)
 depart too, or its busiest hour sends more than twice the group's busiest in the history
 (`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail heavier than its
-variance says). A row that is its group's usual traffic an hour off is none
+variance says). A period not significant by its counts is by its occasions, when they are
+(`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is its group's usual traffic an hour off is none
 (`volume.an_hour_off`: summer time's end moves what is sent at a local hour an hour in UTC):
 half of what it misses (sends too many) is too many (missing) in the hours either side, and
 no more than an hour's shift can move, or against the expected counts an hour off no run
@@ -73,7 +74,7 @@ clump at all, so its p-value is the chance of no occasion from the group's last 
 to its first after (each hour a negative binomial count of occasions with their own measured
 variance, at the level of the day around it; times ``1 + x`` for the edges' ``x`` expected
 occasions, where the sends around it happen to fall, an edge hour expected at no more than
-the busier of its neighbours: a batch sends in its hour's first minutes; `volume.silences`). A best-scoring run
+the busier of its neighbours: a batch sends in its hour's first minutes; `volume.on_occasions`). A best-scoring run
 without a job takes that p-value; a group whose best run is not significant takes its silence
 when that is less likely; so do its later rounds' runs. Many independent sends stopping for hours are found; a batch that
 skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are

@@ -219,8 +219,8 @@ def find_incidents(
     def occasions(groups: dict) -> dict:  # the groups' send occasions, counted when asked
         return _occasions(groups, source, window, (after, before, missing), sends, history)
 
-    if counted:  # a run without a job: no send occasion in it
-        volume.silences(counted, occasions, alpha / tests)
+    if counted:  # silences, and spikes of fan-outs: send occasions (a query)
+        volume.on_occasions(counted, occasions, alpha / tests)
     checked["tests"] = round(tests)  # volume periods count as effective tests: fractions
     picked = [(name, pick) for name, scan in scans.items() if name not in unjudged
               for pick in _significant(scan, alpha / tests)]  # fmt: skip
@@ -234,8 +234,8 @@ def find_incidents(
     _whole_domain(found, rows, scans.get("domain"), alpha, min_ratio)
     moved = []
     for (level, low), (scan, groups) in counted.items():
-        silent = partial(volume.silences, counted, occasions, alpha / tests, (level, low))
-        for pick in _significant(scan, alpha / tests, silent if low else None):
+        again = partial(volume.on_occasions, counted, occasions, alpha / tests, (level, low))
+        for pick in _significant(scan, alpha / tests, again):
             row = volume.candidate(seasonal, level, low, groups, pick, tests)
             if row["p_value"] <= alpha and volume.departs(row, evidence):
                 moved.append(row)

@@ -73,29 +73,37 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
     return out
 
 
-def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float,
-             scan: tuple | None = None, picked: list | None = None) -> None:  # fmt: skip
-    """Each drop scan's first-round picks (or only ``picked``, a later round's picks of the scan
-    ``scan``, a key of ``counted``) tested as silences (`_silence`) on their group's send
-    occasions (``occasions({level: groups})``: per level, the groups' occasions as a season
-    whose cells are the groups, `occasion_season`, and their
-    `toolkit.counts.occasion_counts`): a best-scoring run without a job takes the p-value of
-    its silence; a group whose best-scoring run is not significant (p-value above
-    ``threshold``) takes its run without a job and the most expected jobs instead when that
-    silence is less likely. No occasions (a history of counts only): the count's law."""
+def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: float,
+                 scan: tuple | None = None, picked: list | None = None) -> None:  # fmt: skip
+    """Each scan's first-round picks (or only ``picked``, a later round's picks of the scan
+    ``scan``, a key of ``counted``) tested again on their group's send occasions (minutes with
+    a send: ``occasions({level: groups})``, per level the groups' occasions as a season whose
+    cells are the groups, `occasion_season`, and their `toolkit.counts.occasion_counts`).
+
+    A drop's pick is tested as a silence (`_silence`): a best-scoring run without a job takes
+    the p-value of its silence; a group whose best-scoring run is not significant (p-value
+    above ``threshold``) takes its run without a job and the most expected jobs instead when
+    that silence is less likely. A spike's pick that is not significant takes the p-value of
+    its occasions (`_occasion_p`) when that is smaller: fan-outs make a group's counts vary
+    widely, so that hundreds of sends more than usual may be a few fan-outs more, but as many
+    more occasions are as many more triggers (a runaway loop). No occasions (a history of
+    counts only): the count's law."""
     tested = {}
     for (level, low), (one, (keys, _, _)) in counted.items():
         if scan is not None and (level, low) != scan:
             continue
         picks = [pick for pick in (one.first_round() if picked is None else picked)
-                 if low and pick.silent is not None
+                 if (pick.silent is not None or not low)
                  and (pick.events == 0 or pick.p_value > threshold)]  # fmt: skip
         if picks:
-            tested[level] = [(pick, keys[pick.group]) for pick in picks]
+            tested[level, low] = [(pick, keys[pick.group]) for pick in picks]
     if not tested:
         return
-    seasons = occasions({level: [keys for _, keys in picks] for level, picks in tested.items()})
-    for level, picks in tested.items():
+    asked: dict[str, list] = {}
+    for (level, _), picks in tested.items():
+        asked.setdefault(level, []).extend(keys for _, keys in picks)
+    seasons = occasions(asked)
+    for (level, low), picks in tested.items():
         sent, frame = seasons[level]
         if not isinstance(sent, Season):
             continue
@@ -105,15 +113,27 @@ def silences(counted: dict, occasions: Callable[[dict], dict], threshold: float,
             group = number.get(tuple(keys.values()))
             if group is None:
                 continue
+            counts = observed[group], expected[group], variance[0][group], variance[1][group]
+            if not low:
+                pick.p_value = min(pick.p_value, _occasion_p(*counts, pick.first, pick.stop))
+                continue
             first, stop, jobs = (
                 (pick.first, pick.stop, pick.expected) if pick.events == 0 else pick.silent
             )
-            edges = _edges(sent, frame, keys, first, stop)
-            counts = observed[group], expected[group], variance[0][group], variance[1][group]
-            p = _silence(*counts, first, stop, edges)
+            p = _silence(*counts, first, stop, _edges(sent, frame, keys, first, stop))
             if pick.events == 0 or p < pick.p_value:
                 pick.first, pick.stop, pick.events, pick.expected, pick.p_value = (
                     first, stop, 0, jobs, p)  # fmt: skip
+
+
+def _occasion_p(observed, expected, hourly, spread, first: int, stop: int) -> float:
+    """The chance of as many send occasions in hours ``[first, stop)`` as seen: negative
+    binomial, the variance of the hours plus the day's (``spread`` times the expected count
+    squared)."""
+    e = float(expected[first:stop].sum())
+    v = float(hourly[first:stop].sum()) + spread * e**2
+    phi = max(1.0, v / e) if e > 0 else 1.0
+    return count_p_value(float(observed[first:stop].sum()), max(e, LEAST), phi, low=False)
 
 
 def _edges(sent: Season, frame: pd.DataFrame, keys: dict, first: int, stop: int) -> tuple:
@@ -528,7 +548,7 @@ def _beyond_history(season: Season, row: dict) -> bool:
 def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], dict],
               alpha: float) -> list[dict]:  # fmt: skip
     """The ``spikes`` that are spikes of send occasions too (distinct minutes with a trigger,
-    ``occasions`` as `silences` takes them: negative binomial, at ``alpha``), or whose busiest
+    ``occasions`` as `on_occasions` takes them, `_occasion_p` at ``alpha``), or whose busiest
     hour sent more than twice the group's busiest hour in its history (its own week left out):
     a loop or a crowd triggering one by one, or a fan-out larger than any the group made. A
     fan-out or a burst sent at once is one occasion: its jobs make a tail heavier than their
@@ -546,12 +566,8 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
             continue
         named, observed, expected, (hourly, spread), _ = sent.groups(row["level"])
         group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
-        period = slice(row["first"], row["stop"])
-        e = float(expected[group, period].sum())
-        v = float(hourly[group, period].sum()) + spread[group] * e**2
-        phi = max(1.0, v / e) if e > 0 else 1.0
-        seen = float(observed[group, period].sum())
-        if count_p_value(seen, max(e, LEAST), phi, low=False) <= alpha:
+        counts = observed[group], expected[group], hourly[group], spread[group]
+        if _occasion_p(*counts, row["first"], row["stop"]) <= alpha:
             kept.append(row)
     return kept
 
