@@ -205,3 +205,30 @@ def test_every_seed_and_clock_gives_the_planted_incidents_and_nothing_else(seed,
         assert len(found) == len(sb.incidents) == 3
         for incident in sb.incidents:
             assert [matches(row, incident) for _, row in found.iterrows()].count(True) == 1
+
+
+@pytest.mark.parametrize(
+    ("to_domain", "to_others", "kind"),
+    [((19, 1), (14, 3), "provider_outage"),  # every domain failed: the provider is down
+     ((5, 0), (1, 4), "domain_bounces")],  # the domain's sends failed, the others' did not
+)  # fmt: skip
+def test_a_row_is_a_domain_s_when_its_domain_failed_more_often_than_the_others(
+    to_domain, to_others, kind
+):
+    # a provider's row whose failures are mostly one domain's (as they are when most of its
+    # recipients are at that domain) is that domain's only when its sends to other domains
+    # then failed at most half as often: its few other sends say little about the shares
+    from toolkit.incidents.detect import _one_per_domain
+
+    (failed, sent), (others_failed, others_sent) = to_domain, to_others
+    domain = (["gmail.com"] * (failed + sent)
+              + [("yahoo.com", "outlook.com")[i % 2] for i in range(others_failed)]
+              + ["icloud.com"] * others_sent)  # fmt: skip
+    met = [True] * failed + [False] * sent + [True] * others_failed + [False] * others_sent
+    jobs = pd.DataFrame({"channel": "email", "provider_id": "p1", "domain": domain,
+                         "tried": True, "met_failure": met})  # fmt: skip
+    row = {"kind": "provider_outage", "affected": np.flatnonzero(met), "first": 0,
+           "last": len(jobs) - 1, "keys": {"channel": "email", "provider_id": "p1"},
+           "start": NOW, "end": NOW}  # fmt: skip
+    (out,) = _one_per_domain([row], jobs)
+    assert out["kind"] == kind

@@ -149,9 +149,9 @@ sends, retried: "usually" is then the provider's rate), error_spike, provider_ou
 ``outage_rate`` (many codes at once), latency_degradation (dropped when most of its slow jobs are
 a kept row's failures: a retried error slows what it retries). A domain bouncing through several
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
-are mostly that domain's (at least half of them, and twice the domain's share of the provider's
-other sends then: a domain with most of the sends, failing like the rest, is the provider's
-error) joins it, its provider named once; once one provider's bounces are significant, the row takes in
+are mostly that domain's (at least half of them, while the provider's sends to other domains
+then failed at most half as often as the domain's: a domain with most of the sends, failing
+like the rest, is the provider's error) joins it, its provider named once; once one provider's bounces are significant, the row takes in
 the domain's failures of the same cause on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an

@@ -851,18 +851,16 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     """A recipient domain rejecting mail through several providers at once is one row: the
     providers' rows that overlap in time are joined (their providers, jobs and impact; a
     provider named, and its sends counted, once), and so is a provider's error row whose
-    failures are mostly one domain's (at least `MOST` of them, and twice that domain's share of
-    the provider's other sends then: a short row's own failures would raise that share). A domain's row whose failures are mostly those of a larger row
-    of its provider (an error hitting every domain) is that row's."""
+    failures are mostly one domain's (at least `MOST` of them, while the provider's sends to
+    other domains then failed at most `MOST` times as often as the domain's: `_failed_to`). A
+    domain's row whose failures are mostly those of a larger row of its provider (an error
+    hitting every domain) is that row's."""
     out: list[dict] = []
     for row in rows:
         top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
         if row["kind"] in ("error_spike", "provider_outage") and len(top):
-            period = np.arange(row["first"], row["last"] + 1)
-            others = period[_pair_is(jobs.iloc[period], row["keys"])]
-            others = np.setdiff1d(others, row["affected"])  # the provider's other sends then
-            usual = jobs["domain"].iloc[others].eq(top.index[0]).mean() if len(others) else 0.0
-            if top.iloc[0] >= MOST and top.iloc[0] >= 2 * usual:
+            mine, rest = _failed_to(jobs, row, top.index[0])
+            if top.iloc[0] >= MOST and len(rest) and rest.mean() <= MOST * mine.mean():
                 row = {**row, "kind": "domain_bounces",
                        "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
         if row["kind"] == "domain_bounces" and any(
@@ -1016,11 +1014,8 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         down = row["rate"] >= outage_rate and retried
         return "provider_outage" if down else "provider_outage:partial"
     if scan == "domain":
-        period = jobs.iloc[row["first"] : row["last"] + 1]
-        others = _pair_is(period, row["keys"]) & period["tried"].to_numpy()
-        others &= period["domain"].ne(row["keys"]["domain"]).fillna(False).to_numpy()
-        met = period["met_failure"].to_numpy()[others]
-        concentrated = len(met) and met.mean() <= MOST * row["rate"]
+        rest = _failed_to(jobs, row, row["keys"]["domain"])[1]
+        concentrated = len(rest) and rest.mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if scan == "code" and row["rate"] >= outage_rate and hit["retried"].mean() >= MOST:
@@ -1064,6 +1059,17 @@ def _stale(row: dict, hit: pd.DataFrame) -> bool:
     text = [row["keys"].get("error_code"), *hit["error_text"].dropna().unique()[:5]]
     says_so = bool(CREDENTIAL_WORDS.search(" ".join(map(str, text))))
     return says_so and (row["ongoing"] or not recovered)
+
+
+def _failed_to(jobs: pd.DataFrame, row: dict, domain: str) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each send of ``row``'s (channel, provider) in its period met a failure: those
+    to ``domain``, and those to other domains."""
+    period = jobs.iloc[row["first"] : row["last"] + 1]
+    tried = _pair_is(period, row["keys"]) & period["tried"].to_numpy()
+    met = period["met_failure"].to_numpy()
+    to = period["domain"]
+    return (met[tried & to.eq(domain).fillna(False).to_numpy()],
+            met[tried & to.ne(domain).fillna(False).to_numpy()])  # fmt: skip
 
 
 def _pair_is(jobs: pd.DataFrame, keys: dict) -> np.ndarray:
