@@ -88,8 +88,8 @@ def test_an_outage_is_planted_as_the_sends_it_made_fail():
 
 def test_a_few_bounces_of_a_domain_in_a_short_row_are_its_domain_s_row():
     # seed 3's shape: icloud.com bounces 8 notifications through two providers; one provider's
-    # row holds 6 of them in 37 minutes, where its failures are all but the bounces: the
-    # domain's share of that provider's *other* sends is what the bounces are compared with
+    # row holds 6 of them in 37 minutes, where its sends to other domains mostly went out:
+    # the domain's sends failed, the others' did not, so the row is the domain's
     now = pd.Timestamp("2026-03-18T03:30:00Z")
     traffic = shaped_traffic(3, now, vary=True)
     after = now - pd.Timedelta(days=7)

@@ -63,7 +63,8 @@ bursts are in the history, so only what departs from it is) when its send occasi
 depart too, or its busiest hour sends more than twice the group's busiest in the history
 (`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail heavier than its
 variance says). A period not significant by its counts is by its occasions, when they are
-(`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is its group's usual traffic an hour off is none
+(`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is its group's
+usual traffic an hour off is none
 (`volume.an_hour_off`: summer time's end moves what is sent at a local hour an hour in UTC):
 half of what it misses (sends too many) is too many (missing) in the hours either side, and
 no more than an hour's shift can move, or against the expected counts an hour off no run
@@ -74,9 +75,10 @@ clump at all, so its p-value is the chance of no occasion from the group's last 
 to its first after (each hour a negative binomial count of occasions with their own measured
 variance, at the level of the day around it; times ``1 + x`` for the edges' ``x`` expected
 occasions, where the sends around it happen to fall, an edge hour expected at no more than
-the busier of its neighbours: a batch sends in its hour's first minutes; `volume.on_occasions`). A best-scoring run
-without a job takes that p-value; a group whose best run is not significant takes its silence
-when that is less likely; so do its later rounds' runs. Many independent sends stopping for hours are found; a batch that
+the busier of its neighbours: a batch sends in its hour's first minutes;
+`volume.on_occasions`). A best-scoring run without a job takes that p-value; a group whose
+best run is not significant takes its silence when that is less likely; so do its later
+rounds' runs. Many independent sends stopping for hours are found; a batch that
 skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are
 mostly another's are one: the group that departs most (a workflow that stopped, not every
 channel it sends on). A provider's spike while another provider of its channel sends about as
@@ -151,7 +153,8 @@ a kept row's failures: a retried error slows what it retries). A domain bouncing
 providers is one domain_bounces row (``providers`` names them), and an error row whose failures
 are mostly that domain's (at least half of them, while the provider's sends to other domains
 then failed at most half as often as the domain's: a domain with most of the sends, failing
-like the rest, is the provider's error) joins it, its provider named once; once one provider's bounces are significant, the row takes in
+like the rest, is the provider's error) joins it, its provider named once; once one
+provider's bounces are significant, the row takes in
 the domain's failures of the same cause on the channel's other providers in its period
 (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an

@@ -785,8 +785,9 @@ def _job_frame(rows) -> pd.DataFrame:
 
 
 def _significant(scan: Scan, threshold: float, later: Callable | None = None) -> list[Pick]:
-    """Each group's significant periods, in up to `ROUNDS` disjoint rounds; ``later(picks)``
-    tests each round's picks after the first again (a drop's as a silence) first."""
+    """Each group's significant periods, in up to `ROUNDS` disjoint rounds. ``later(picks)``,
+    when given, re-tests the picks of each round after the first before they are judged (as
+    `toolkit.incidents.volume.on_occasions` does the first round's)."""
     found, picks = [], scan.first_round()
     for round_ in range(ROUNDS):
         if round_ and later is not None:
@@ -857,10 +858,10 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     hitting every domain) is that row's."""
     out: list[dict] = []
     for row in rows:
-        top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
-        if row["kind"] in ("error_spike", "provider_outage") and len(top):
-            mine, rest = _failed_to(jobs, row, top.index[0])
-            if top.iloc[0] >= MOST and len(rest) and rest.mean() <= MOST * mine.mean():
+        if row["kind"] in ("error_spike", "provider_outage") and len(row["affected"]):
+            top = jobs["domain"].iloc[row["affected"]].value_counts(normalize=True)
+            mine, rest = _failed_to(jobs, row, top.index[0]) if len(top) else ([], [])
+            if len(rest) and top.iloc[0] >= MOST and rest.mean() <= MOST * mine.mean():
                 row = {**row, "kind": "domain_bounces",
                        "keys": {**row["keys"], "domain": top.index[0]}}  # fmt: skip
         if row["kind"] == "domain_bounces" and any(
