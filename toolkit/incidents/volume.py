@@ -449,8 +449,11 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     # provider it replaced claims no other group's drop in its cells
     rows, kept = _shifts(season, _joined(season, rows)), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
-        if not any(_same_cause(season, row, other) for other in kept):
+        same = next((other for other in kept if _same_cause(season, row, other)), None)
+        if same is None:
             kept.append(row)
+        elif _whole_of(season, row, same):  # a silent channel rather than each of its providers
+            kept = [other for other in kept if not _same_cause(season, other, row)] + [row]
     # a channel or provider that sent less because a workflow it carries stopped (part of the
     # workflow's cause, not the other way round) is the workflow's row, whichever came first
     kept = [row for row in kept if row["level"] == "workflow" or not any(
@@ -611,6 +614,26 @@ def _same_cause(season: Season, row: dict, kept: dict) -> bool:
     both = slice(max(row["first"], kept["first"]), min(row["stop"], kept["stop"]))
     whole = abs(row["expected"] - row["events"])
     return bool(len(shared)) and _departure(season, row, shared, both) >= 0.5 * whole
+
+
+def _whole_of(season: Season, row: dict, part: dict) -> bool:
+    """Whether ``row`` is the cause of ``part``, a row of some of its cells: over ``part``'s
+    hours, its other cells' jobs are likelier (Poisson, `_score`) at ``part``'s own ratio of
+    jobs to expected jobs than at their expected jobs (every provider of a channel stopped,
+    not one). A row whose other cells expect no jobs there is not ``part``'s cause."""
+    rest = np.setdiff1d(row["cells"], part["cells"])
+    if not len(rest) or not np.isin(part["cells"], row["cells"]).all():
+        return False
+    period = slice(part["first"], part["stop"])
+    expected = season.expected[rest, period].sum()
+    usual = season.expected[part["cells"], period].sum()
+    if expected <= 0 or usual <= 0:
+        return False
+    observed = np.float64(season.observed[rest, period].sum())
+    ratio = season.observed[part["cells"], period].sum() / usual
+    return bool(
+        _score(observed, np.float64(expected * ratio)) < _score(observed, np.float64(expected))
+    )
 
 
 def _shifts(season: Season, rows: list[dict]) -> list[dict]:
