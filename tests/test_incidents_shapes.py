@@ -115,3 +115,18 @@ def test_a_runaway_of_a_workflow_that_fans_out_is_found_by_its_send_occasions():
         lambda names: names[:1] == [runaway["workflow"]])]  # fmt: skip
     assert len(spikes) == 1, list(rows["summary"])
     assert abs(spikes["notifications"].iloc[0] / len(runaway["hits"]) - 1) <= 0.2
+
+
+def test_a_channel_whose_every_provider_stopped_is_the_channel_s_row():
+    # seed 15's shape: push stops for five hours at night; its larger provider's row misses all
+    # of its 26 expected jobs in its own hours, the channel's scan took in the hours' edges and
+    # misses 90%; in the provider's hours the other provider sent 2 of 21 expected jobs, as the
+    # provider did, not as usual: the channel stopped, one row, its whole impact
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(15, now, vary=True)
+    activity, planted = traffic.window(now - HISTORY, now)
+    rows = find_incidents(activity, kinds=["volume_drop"])
+    (stop,) = [p for p in planted if p["kind"] == "volume_drop" and p["channel"] == "push"]
+    mine = rows[rows["channel"].eq("push").fillna(False)]
+    assert len(mine) == 1 and mine["provider_id"].isna().all(), list(rows["summary"])
+    assert abs(mine["notifications"].iloc[0] / stop["notifications"] - 1) <= 0.2
