@@ -130,3 +130,20 @@ def test_a_channel_whose_every_provider_stopped_is_the_channel_s_row():
     mine = rows[rows["channel"].eq("push").fillna(False)]
     assert len(mine) == 1 and mine["provider_id"].isna().all(), list(rows["summary"])
     assert abs(mine["notifications"].iloc[0] / stop["notifications"] - 1) <= 0.2
+
+
+def test_a_domain_s_bounces_with_fewer_sends_between_them_than_a_period_needs_are_found():
+    # seed 13's shape: northwind.example bounces 15 notifications through two providers; one
+    # provider's 9 failures come one after the other, fewer jobs than a period needs
+    # (min_jobs=10), and its bucket's 10 jobs are enough: the row is counted on those
+    now = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(13, now, vary=True)
+    after = now - pd.Timedelta(days=7)
+    activity, planted = traffic.window(after, now)
+    rows = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+    (bounces,) = [p for p in planted if p["kind"] == "domain_bounces"]
+    mine = rows[rows["kind"].eq("domain_bounces")]
+    assert mine["domain"].tolist() == [bounces["domain"]], list(rows["summary"])
+    assert sorted(mine["providers"].iloc[0]) == ["mailjet", "postmark"]
+    assert mine["jobs"].iloc[0] >= 10
+    assert abs(mine["notifications"].iloc[0] / bounces["notifications"] - 1) <= 0.2

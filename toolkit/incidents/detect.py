@@ -656,6 +656,9 @@ class _Found:
         if spec.low:
             hits, rate, base_rate = ~hits, 1 - rate, 1 - base_rate
         span = segment(hits, rate, base_rate)
+        own = np.flatnonzero((bucket[rows] >= pick.first) & (bucket[rows] < pick.stop))
+        if span.stop - span.start < rule.min_trials and len(own):  # too few: its buckets' jobs
+            span = slice(min(span.start, own[0]), max(span.stop, own[-1] + 1))
         inside, in_hits = rows[span], hits[span]
         if not in_hits.any():
             return None
