@@ -135,7 +135,7 @@ def test_a_channel_whose_every_provider_stopped_is_the_channel_s_row():
 def test_a_domain_s_bounces_with_fewer_sends_between_them_than_a_period_needs_are_found():
     # seed 13's shape: northwind.example bounces 15 notifications through two providers; one
     # provider's 9 failures come one after the other, fewer jobs than a period needs
-    # (min_jobs=10), and its bucket's 10 jobs are enough: the row is counted on those
+    # (min_jobs=10): the period takes in the job nearest to them, 9 failed of 10
     now = pd.Timestamp("2026-11-01T12:00:00Z")
     traffic = shaped_traffic(13, now, vary=True)
     after = now - pd.Timedelta(days=7)

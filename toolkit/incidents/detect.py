@@ -656,9 +656,7 @@ class _Found:
         if spec.low:
             hits, rate, base_rate = ~hits, 1 - rate, 1 - base_rate
         span = segment(hits, rate, base_rate)
-        own = np.flatnonzero((bucket[rows] >= pick.first) & (bucket[rows] < pick.stop))
-        if span.stop - span.start < rule.min_trials and len(own):  # too few: its buckets' jobs
-            span = slice(min(span.start, own[0]), max(span.stop, own[-1] + 1))
+        span = _widened(table["at"].array.asi8[rows], span, rule.min_trials)
         inside, in_hits = rows[span], hits[span]
         if not in_hits.any():
             return None
@@ -785,6 +783,17 @@ def _job_frame(rows) -> pd.DataFrame:
         if name in frame:
             frame[name] = frame[name].astype(bool)
     return frame
+
+
+def _widened(at: np.ndarray, span: slice, least: int) -> slice:
+    """``span`` of jobs at times ``at`` (sorted), widened to the ``least`` jobs a period needs
+    by the jobs nearest in time to either end (a run of fewer events alone, each a failure)."""
+    first, stop = span.start, span.stop
+    while stop - first < least and (first > 0 or stop < len(at)):
+        before = at[first] - at[first - 1] if first > 0 else np.inf
+        after = at[stop] - at[stop - 1] if stop < len(at) else np.inf
+        first, stop = (first - 1, stop) if before <= after else (first, stop + 1)
+    return slice(first, stop)
 
 
 def _significant(scan: Scan, threshold: float, later: Callable | None = None) -> list[Pick]:
