@@ -121,7 +121,8 @@ def test_a_channel_whose_every_provider_stopped_is_the_channel_s_row():
     # seed 15's shape: push stops for five hours at night; its larger provider's row misses all
     # of its 26 expected jobs in its own hours, the channel's scan took in the hours' edges and
     # misses 90%; in the provider's hours the other provider sent 2 of 21 expected jobs, as the
-    # provider did, not as usual: the channel stopped, one row, its whole impact
+    # provider did, not as usual: the channel stopped, one row, its whole impact; the nightly
+    # batch's hour before the stop sent about what it usually does and is not the stop's
     now = pd.Timestamp("2026-03-18T03:30:00Z")
     traffic = shaped_traffic(15, now, vary=True)
     activity, planted = traffic.window(now - HISTORY, now)
@@ -130,6 +131,7 @@ def test_a_channel_whose_every_provider_stopped_is_the_channel_s_row():
     mine = rows[rows["channel"].eq("push").fillna(False)]
     assert len(mine) == 1 and mine["provider_id"].isna().all(), list(rows["summary"])
     assert abs(mine["notifications"].iloc[0] / stop["notifications"] - 1) <= 0.2
+    assert mine["started_at"].iloc[0] == stop["start"].floor("h")
 
 
 def test_a_domain_s_bounces_with_fewer_sends_between_them_than_a_period_needs_are_found():
@@ -147,3 +149,18 @@ def test_a_domain_s_bounces_with_fewer_sends_between_them_than_a_period_needs_ar
     assert sorted(mine["providers"].iloc[0]) == ["mailjet", "postmark"]
     assert mine["jobs"].iloc[0] >= 10
     assert abs(mine["notifications"].iloc[0] / bounces["notifications"] - 1) <= 0.2
+
+
+def test_an_outage_with_fewer_sends_than_a_period_needs_is_an_outage():
+    # seed 8's shape: a provider fails all of its 9 sends in three hours at night, retried; a
+    # period needs 10 jobs (min_jobs), so it takes in the send nearest to them: 9 of 10 failed,
+    # an outage, not an error spike diluted by its buckets' other sends
+    now = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(8, now, vary=True)
+    activity, planted = traffic.window(now - HISTORY, now)
+    rows = find_incidents(activity, kinds=["provider_outage", "error_spike"])
+    (outage,) = [p for p in planted if p["kind"] == "provider_outage"]
+    mine = rows[rows["provider_id"].eq(outage["provider_id"]).fillna(False)]
+    assert mine["kind"].tolist() == ["provider_outage"], list(rows["summary"])
+    assert mine["notifications"].iloc[0] == outage["notifications"]
+    assert mine["jobs"].iloc[0] == 10

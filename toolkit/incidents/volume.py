@@ -451,11 +451,13 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     # provider it replaced claims no other group's drop in its cells
     rows, kept = _shifts(season, _joined(season, rows)), []
     for row in sorted(rows, key=lambda r: (-round(r["share"], 1), ORDER[r["level"]], r["p_value"])):
-        same = next((other for other in kept if _same_cause(season, row, other)), None)
-        if same is None:
-            kept.append(row)
-        elif _whole_of(season, row, same):  # a silent channel rather than each of its providers
-            kept = [other for other in kept if not _same_cause(season, other, row)] + [row]
+        if any(_same_cause(season, row, other) and not _whole_of(season, row, other)
+               for other in kept):  # fmt: skip
+            continue
+        # a silent channel rather than each of its providers
+        kept = [other for other in kept
+                if not (_same_cause(season, other, row) and _whole_of(season, row, other))]  # fmt: skip
+        kept.append(row)
     # a channel or provider that sent less because a workflow it carries stopped (part of the
     # workflow's cause, not the other way round) is the workflow's row, whichever came first
     kept = [row for row in kept if row["level"] == "workflow" or not any(
