@@ -81,7 +81,11 @@ best run is not significant takes its silence when that is less likely; so do it
 rounds' runs. Many independent sends stopping for hours are found; a batch that
 skips one run is not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and time whose missing (extra) jobs are
 mostly another's are one: the group that departs most (a workflow that stopped, not every
-channel it sends on). A provider's spike while another provider of its channel sends about as
+channel it sends on); but a provider's row is its channel's when, over that row's hours, the
+channel's other providers' jobs are likelier at the provider's ratio of jobs to expected jobs
+than as usual (every provider stopped: `volume._whole_of`). A drop takes in the hour before or after it
+when that hour misses more jobs than it varies by (a stop that began within the hour), not a
+batch's hour beside it. A provider's spike while another provider of its channel sends about as
 much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume
 is compared as before, as each (channel, provider)'s and channel's share of the notifications
 against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows'
@@ -131,6 +135,8 @@ separate incidents of one provider are separate rows, and adjacent bad buckets a
 The period's edges are then put on the jobs' own timestamps: the run of jobs where the events are
 bunched (the maximum-scoring segment of the per-job likelihood ratio), from the first event's
 start to the last event's end (a failure's last execution detail, a slow job's first Success).
+A run with fewer than ``min_jobs`` jobs (nine failures in a row) takes in the group's jobs
+nearest to it in time until it has that many: a small outage is counted, 9 failed of 10.
 ``ongoing`` is True when the jobs after the last event are too few to show that it stopped (none
 of them an event had a chance above 1% at the incident's rate).
 
