@@ -247,12 +247,10 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     if not low:  # a spike starts and ends on hours with jobs
         sent = np.flatnonzero(observed[pick.first : pick.stop])
         pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
-    else:  # a drop that began or ended within an hour: that hour's missing jobs are its too,
-        # when more are missing than the hour varies by (its standard deviation)
-        short = (expected - observed) ** 2 * (expected > observed) > spread[0]
-        if pick.first > 0 and short[pick.first - 1]:
+    else:  # a drop that began or ended within an hour: that hour's missing jobs are its too
+        if pick.first > 0 and observed[pick.first - 1] < expected[pick.first - 1]:
             pick.first -= 1
-        if pick.stop < len(observed) and short[pick.stop]:
+        if pick.stop < len(observed) and observed[pick.stop] < expected[pick.stop]:
             pick.stop += 1
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
