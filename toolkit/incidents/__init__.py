@@ -83,8 +83,9 @@ skips one run is not. A baseline of counts has no occasions: silences keep the c
 mostly another's are one: the group that departs most (a workflow that stopped, not every
 channel it sends on); but a provider's row is its channel's when, over that row's hours, the
 channel's other providers' jobs are likelier at the provider's ratio of jobs to expected jobs
-than as usual (every provider stopped: `volume._whole_of`). A provider's spike while another provider of its channel sends about as
-much less is one ``traffic_shift`` row naming both (a failover). With too little history, volume
+than as usual (every provider stopped: `volume._whole_of`). A provider's spike while another
+provider of its channel sends about as much less is one ``traffic_shift`` row naming both (a
+failover). With too little history, volume
 is compared as before, as each (channel, provider)'s and channel's share of the notifications
 against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows'
 summary say so; but only when those shares are seen not to follow the hour of the day (over at
