@@ -91,10 +91,7 @@ def test_a_few_bounces_of_a_domain_in_a_short_row_are_its_domain_s_row():
     # row holds 6 of them in 37 minutes, where its sends to other domains mostly went out:
     # the domain's sends failed, the others' did not, so the row is the domain's
     now = pd.Timestamp("2026-03-18T03:30:00Z")
-    traffic = shaped_traffic(3, now, vary=True)
-    after = now - pd.Timedelta(days=7)
-    activity, planted = traffic.window(after, now)
-    rows = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+    rows, planted = _a_week_with_its_history(3, now)
     (bounces,) = [p for p in planted if p["kind"] == "domain_bounces"]
     mine = rows[rows["kind"].eq("domain_bounces")]
     assert mine["domain"].tolist() == [bounces["domain"]], list(rows["summary"])
@@ -137,10 +134,7 @@ def test_a_domain_s_bounces_with_fewer_sends_between_them_than_a_period_needs_ar
     # provider's 9 failures come one after the other, fewer jobs than a period needs
     # (min_jobs=10): the period takes in the job nearest to them, 9 failed of 10
     now = pd.Timestamp("2026-11-01T12:00:00Z")
-    traffic = shaped_traffic(13, now, vary=True)
-    after = now - pd.Timedelta(days=7)
-    activity, planted = traffic.window(after, now)
-    rows = find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0])
+    rows, planted = _a_week_with_its_history(13, now)
     (bounces,) = [p for p in planted if p["kind"] == "domain_bounces"]
     mine = rows[rows["kind"].eq("domain_bounces")]
     assert mine["domain"].tolist() == [bounces["domain"]], list(rows["summary"])
@@ -162,3 +156,12 @@ def test_an_outage_with_fewer_sends_than_a_period_needs_is_an_outage():
     assert mine["kind"].tolist() == ["provider_outage"], list(rows["summary"])
     assert mine["notifications"].iloc[0] == outage["notifications"]
     assert mine["jobs"].iloc[0] == 10
+
+
+def _a_week_with_its_history(seed: int, now: pd.Timestamp) -> tuple[pd.DataFrame, list[dict]]:
+    """The incidents found in the week before ``now`` of seed's drawn traffic, its four weeks
+    before as the baseline, and those planted in the week."""
+    traffic = shaped_traffic(seed, now, vary=True)
+    after = now - pd.Timedelta(days=7)
+    activity, planted = traffic.window(after, now)
+    return find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0]), planted
