@@ -111,10 +111,14 @@ def test_the_minimum_evidence_is_a_boundary(every_kind):
 
     def found_with(**options):
         rows = find_incidents(activity, kinds=["provider_outage"], **options)
-        return rows["provider_id"].eq("sendgrid").sum()
+        return rows[rows["provider_id"].eq("sendgrid")]
 
-    assert found_with(min_jobs=jobs) == found_with(min_failed=people) == 1
-    assert found_with(min_jobs=jobs + 1) == found_with(min_failed=people + 1) == 0
+    assert len(found_with(min_jobs=jobs)) == len(found_with(min_failed=people)) == 1
+    assert found_with(min_failed=people + 1).empty
+    # a run of failures with fewer jobs than a period needs takes in the jobs nearest to it
+    wider = found_with(min_jobs=jobs + 1)
+    assert wider["jobs"].tolist() == [jobs + 1]
+    assert wider["failed_jobs"].tolist() == outage["failed_jobs"].tolist()
 
 
 def test_two_of_two_failed_at_night_is_no_incident_even_with_no_minimum(quiet):
