@@ -169,6 +169,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
     extra_of: dict[str, int] = {}
     extra_days: dict[int, int] = dict.fromkeys(windows, 0)
     quiet_rows: dict[int, int] = dict.fromkeys(windows, 0)
+    ranged: list[bool] = []  # whether a found drop's planted count is in its likely range
     took = []
     for seed in seeds:
         for now in clocks:
@@ -210,6 +211,11 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                             impact = (
                                 rows.loc[hits[0], "notifications"] / incident["notifications"] - 1
                             )
+                            low, high = rows.loc[
+                                hits[0], ["notifications_low", "notifications_high"]
+                            ]
+                            if not pd.isna(low):
+                                ranged.append(low <= incident["notifications"] <= high)
                         found_of.setdefault(incident["kind"], []).append(impact)
                         by_days[days].append((incident["kind"], impact))
                         if impact is not None and abs(impact) > 0.2:
@@ -246,6 +252,9 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
             f"{sum(i <= 0.2 for i in hit):5}/{len(hit):<11}  {extra_days[days]:5}  {quiet_rows[days]:10}  "
             f"({len(drop_hit)}/{len(drops) - len(drop_hit)}/{sum(i <= 0.2 for i in drop_hit)})"
         )
+    print(
+        f"volume drops whose planted count is in their likely range: {sum(ranged)} of {len(ranged)}"
+    )
     print(
         f"extra rows by kind: {dict(sorted(extra_of.items())) or 'none'} "
         f"(total {sum(extra_of.values())})"

@@ -165,3 +165,22 @@ def _a_week_with_its_history(seed: int, now: pd.Timestamp) -> tuple[pd.DataFrame
     after = now - pd.Timedelta(days=7)
     activity, planted = traffic.window(after, now)
     return find_incidents(activity, baseline=traffic.window(after - HISTORY, after)[0]), planted
+
+
+def test_a_drop_s_estimate_comes_with_the_range_its_season_says_it_likely_lies_in():
+    # seed 9's shape: a workflow stops for six hours on an evening that ran far quieter than its
+    # weeks and the hours around it said: 146 notifications not sent, estimated 256; its range
+    # (its hours' variance and how whole days vary, 95%) holds them. Counted impacts have none
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    rows, planted = _a_week_with_its_history(9, now)
+    (stop,) = [p for p in planted if p["kind"] == "volume_drop" and p["workflow"]]
+    drop = rows[rows["kind"].eq("volume_drop")].iloc[0]
+    assert drop["workflows"][:1] == [stop["workflow"]]
+    assert drop["notifications_low"] <= stop["notifications"] < 0.8 * drop["notifications"]
+    assert drop["notifications"] <= drop["notifications_high"]
+    assert (
+        f"(likely {drop['notifications_low']:,} to {drop['notifications_high']:,})"
+        in drop["summary"]
+    )
+    counted = rows[~rows["kind"].isin(["volume_drop", "volume_spike", "traffic_shift"])]
+    assert len(counted) and counted[["notifications_low", "notifications_high"]].isna().all().all()

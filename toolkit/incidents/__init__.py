@@ -169,7 +169,11 @@ incident; it does not change them. No rule depends on a provider's, workflow's o
 Impact: ``notifications``, ``subscribers`` and ``workflows`` (most hit first) of the jobs of the
 group in the period that met the problem (a failed attempt, even if a retry succeeded later;
 every send of a latency degradation); for a volume drop, ``notifications`` is the estimate
-expected minus sent, ``subscribers`` 0. ``jobs``, ``failed_jobs``, ``failure_rate`` are the
+expected minus sent, ``subscribers`` 0, and ``notifications_low`` to ``notifications_high`` the
+range it likely (95%) lies in: what the period would have sent varies as its season says (its
+hours' variance plus the group's day spread times the expected jobs squared; measured on the
+shaped sweep, see the README); NA for the other rows, whose impact is counted, or a spike's.
+``jobs``, ``failed_jobs``, ``failure_rate`` are the
 trials, events and their share in the period; ``baseline_rate`` the baseline's share. An empty
 result has every column; ``attrs["reason"]`` says why (no jobs, a window too short for a
 baseline, nothing departs), ``attrs["checked"]`` what was examined and ``attrs["baseline"]``

@@ -41,6 +41,8 @@ COLUMNS = {
     "baseline_rate": "float64",
     "p_value": "float64",
     "notifications": "int64",
+    "notifications_low": "Int64",
+    "notifications_high": "Int64",
     "subscribers": "int64",
     "workflows": "object",
     "example_error": "string",
@@ -114,6 +116,8 @@ def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
         "baseline_rate": row["base_rate"],
         "p_value": row["p_value"],
         "notifications": notifications,
+        "notifications_low": row.get("likely", (None, None))[0],
+        "notifications_high": row.get("likely", (None, None))[1],
         "subscribers": subscribers,
         "workflows": workflows,
         "example_error": _first_failure(hit, code) if code else None,
@@ -209,6 +213,8 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
             text += " (compared with the rest of the window: no seasonal baseline)"
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"
+        if "likely" in row:
+            impact += f" (likely {row['likely'][0]:,} to {row['likely'][1]:,})"
     else:
         text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
                 f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip

@@ -37,6 +37,8 @@ from toolkit.incidents.scan import (
 )
 from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
 
+#: Standard deviations either side of a drop's estimate in its likely range (95%).
+LIKELY = 1.96
 #: Tie order of the levels when two groups depart as much (a workflow broken upstream first).
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 #: Hours between two periods of one group and direction that are still one departure.
@@ -670,16 +672,30 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
     group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of the
-    rows' groups and periods."""
+    rows' groups and periods; a drop's likely range of them too (`likely`)."""
     for n, row in enumerate(rows):
         jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
         per_note = jobs / notes if notes else 1.0
         gap = abs(row["expected"] - row["events"])
         row["notifications"] = round(gap / per_note)
+        if row["kind"] == "volume_drop":
+            row["likely"] = tuple(max(0, round(end / per_note)) for end in likely(row, gap))
         named = counted[counted["workflow"].notna()]
         row["workflows"] = _most(named, f"period_{n}") or _most(named, f"jobs_{n}")
         if row["kind"] == "volume_spike" and counted[f"period_{n}"].sum():  # the jobs' own times
             row["start"], row["end"] = counted[f"first_{n}"].min(), counted[f"last_{n}"].max()
+
+
+def likely(row: dict, gap: float) -> tuple[float, float]:
+    """The range a drop's missing jobs ``gap`` likely (`LIKELY`) lies in: what its expected
+    jobs would have been varies as the season says its period's count does (its hours'
+    variance plus its group's day ``spread`` times the expected jobs squared, the day's
+    level not counted as known: measured, the hours around a row tell its own hours' level
+    less well than the level's variance says)."""
+    hourly, spread = row["spread"]
+    variance = hourly[row["first"] : row["stop"]].sum() + spread * row["expected"] ** 2
+    half = LIKELY * float(np.sqrt(variance))
+    return gap - half, gap + half
 
 
 def _most(counted: pd.DataFrame, column: str) -> list[str]:
