@@ -101,6 +101,7 @@ def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
         subscribers = hit["subscriber_id"].nunique()
         jobs_, failed = row["jobs"], row["events"]
         workflows = hit["workflow"].dropna().value_counts().index.tolist()
+    low, high = row.get("likely", (None, None))  # a drop's estimate's range
     record = {
         "kind": kind,
         "channel": keys.get("channel"),
@@ -116,8 +117,8 @@ def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
         "baseline_rate": row["base_rate"],
         "p_value": row["p_value"],
         "notifications": notifications,
-        "notifications_low": row.get("likely", (None, None))[0],
-        "notifications_high": row.get("likely", (None, None))[1],
+        "notifications_low": low,
+        "notifications_high": high,
         "subscribers": subscribers,
         "workflows": workflows,
         "example_error": _first_failure(hit, code) if code else None,

@@ -128,12 +128,19 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
                     first, stop, 0, jobs, p)  # fmt: skip
 
 
+def period_variance(spread: tuple, first: int, stop: int, expected: float) -> float:
+    """The variance of a group's count over hours ``[first, stop)`` of ``expected`` in all: its
+    hours' variance plus its day's (``spread`` = (hourly variance, day spread ``s``): ``s``
+    times the expected count squared)."""
+    return float(spread[0][first:stop].sum()) + spread[1] * expected**2
+
+
 def _occasion_p(observed, expected, hourly, spread, first: int, stop: int) -> float:
     """The chance of as many send occasions in hours ``[first, stop)`` as seen: negative
     binomial, the variance of the hours plus the day's (``spread`` times the expected count
     squared)."""
     e = float(expected[first:stop].sum())
-    v = float(hourly[first:stop].sum()) + spread * e**2
+    v = period_variance((hourly, spread), first, stop, e)
     phi = max(1.0, v / e) if e > 0 else 1.0
     return count_p_value(float(observed[first:stop].sum()), max(e, LEAST), phi, low=False)
 
@@ -419,7 +426,7 @@ def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarr
     week = float(out[first:stop].sum())
     if days is None or week <= 0:
         return out
-    weekly = float(spread[0][first:stop].sum()) + spread[1] * week**2
+    weekly = period_variance(spread, first, stop, week)
     daily = days[2] * max(days[1], 1.0)
     total = (week * daily + days[1] * weekly) / (weekly + daily)
     out = out.copy()
@@ -692,8 +699,7 @@ def likely(row: dict, gap: float) -> tuple[float, float]:
     variance plus its group's day ``spread`` times the expected jobs squared, the day's
     level not counted as known: measured, the hours around a row tell its own hours' level
     less well than the level's variance says)."""
-    hourly, spread = row["spread"]
-    variance = hourly[row["first"] : row["stop"]].sum() + spread * row["expected"] ** 2
+    variance = period_variance(row["spread"], row["first"], row["stop"], row["expected"])
     half = LIKELY * float(np.sqrt(variance))
     return gap - half, gap + half
 
