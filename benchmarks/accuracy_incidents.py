@@ -158,7 +158,8 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
 
 
 def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
-                 clocks_back: float | None = None, vary: bool = False) -> None:  # fmt: skip
+                 clocks_back: float | None = None, vary: bool = False,
+                 growth: float = 0.0) -> None:  # fmt: skip
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
     multiplies every rate (1: about 2,000 notifications a day); ``clocks_back``: summer time
@@ -177,7 +178,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
             for incidents in (True, False):
                 back = None if clocks_back is None else end - pd.Timedelta(days=clocks_back)
                 traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
-                                         clocks_back=back, vary=vary)  # fmt: skip
+                                         clocks_back=back, vary=vary, growth=growth)  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -299,9 +300,15 @@ def main() -> None:
         action="store_true",
         help="draw the traffic's shape from each seed too (night and weekend levels, zones, noise)",
     )
+    parser.add_argument(
+        "--growth",
+        type=float,
+        default=0.0,
+        help="people's use grows by this share each week (negative: shrinks)",
+    )
     args = parser.parse_args()
     shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back,
-                 args.vary)  # fmt: skip
+                 args.vary, args.growth)  # fmt: skip
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

@@ -649,23 +649,28 @@ def _whole_of(season: Season, row: dict, part: dict) -> bool:
 
 def _shifts(season: Season, rows: list[dict]) -> list[dict]:
     """A provider's spike while another provider of the same channel sends about as much less
-    (its own drop row, if any, is dropped) is one ``traffic_shift`` row from that provider."""
+    (its own drop row, if any, is dropped) is one ``traffic_shift`` row from that provider.
+    The hour the traffic moved in holds both providers' jobs, so a spike of more than one hour
+    is compared over the hours after its first (a Monitor then sees a failover as a shift from
+    its first whole hour on, not as a spike)."""
     out, used = [], set()
     for spike in rows:
         if spike["kind"] != "volume_spike" or spike["level"] != "provider":
             continue
         channel, provider = spike["keys"]["channel"], spike["keys"]["provider_id"]
         period = slice(spike["first"], spike["stop"])
-        extra = spike["events"] - spike["expected"]
+        moved = slice(spike["first"] + (spike["stop"] - spike["first"] > 1), spike["stop"])
+        extra = _gap(season, spike["cells"], moved)
         others = {key[1] for key in season.keys if key[0] == channel and key[1] != provider}
         best, missing = None, 0.0
         for other in others:
             cells = [n for n, key in enumerate(season.keys) if key[:2] == (channel, other)]
-            gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
-            if gap > missing:
-                best, missing, seen, left = other, gap, season.observed[cells, period].sum(), cells
+            if -_gap(season, cells, moved) > missing:
+                best, missing, left = other, -_gap(season, cells, moved), cells
         if best is None or missing < SHIFT_SHARE * extra:
             continue
+        seen = season.observed[left, period].sum()
+        missing = max(missing, -_gap(season, left, period))  # the hours before the move too
         used.add(id(spike))
         used |= {id(row) for row in rows if row["kind"] == "volume_drop"
                  and row["keys"] == {"channel": channel, "provider_id": best}}  # fmt: skip
@@ -674,6 +679,11 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
                     "cells": np.array(left), "events": int(seen), "jobs": int(seen),
                     "expected": seen + missing})  # fmt: skip
     return out + [row for row in rows if id(row) not in used]
+
+
+def _gap(season: Season, cells, hours: slice) -> float:
+    """The jobs ``cells`` sent over ``hours`` beyond (negative: short of) the season's."""
+    return float(season.observed[cells, hours].sum() - season.expected[cells, hours].sum())
 
 
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:

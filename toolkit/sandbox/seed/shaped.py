@@ -147,6 +147,7 @@ def shaped_traffic(
     incidents: bool = True,
     clocks_back: Any = None,
     vary: bool = False,
+    growth: float = 0.0,
 ) -> Traffic:
     """``days`` of activity ending at ``now`` (about ``2,000 * scale`` notifications a day).
 
@@ -171,10 +172,14 @@ def shaped_traffic(
         Draw the shape's constants (`Shape`: night and weekend levels, when mornings start,
         the zones' shares, how much days and hours vary, fan-outs, the digest's and the
         newsletter's hours) from the seed too, instead of the defaults.
+    growth : float
+        People's use of the product grows by this share each week (negative: shrinks), at the
+        defaults' level at ``now``: 0.1 is a tenth more each week.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
-    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary).traffic()
+    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary,
+                 growth).traffic()
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -192,8 +197,8 @@ class _Draw:
     """One draw of `shaped_traffic` (the attributes are its plan; `traffic` draws it)."""
 
     def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
-                 clocks_back: Any = None, vary: bool = False):  # fmt: skip
-        self.seed, self.scale, self.incidents = seed, scale, incidents
+                 clocks_back: Any = None, vary: bool = False, growth: float = 0.0):  # fmt: skip
+        self.seed, self.scale, self.incidents, self.growth = seed, scale, incidents, growth
         self.shape = Shape.drawn(_rng(seed, "shape")) if vary else Shape()
         back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
@@ -320,6 +325,7 @@ class _Draw:
         """Times of notifications at ``rate`` per hour (one per hour of `hours`), with a day's
         and an hour's own variation and short bursts (more spread than Poisson)."""
         days = (np.arange(len(rate)) // 24).astype(int)
+        rate = rate * (1 + self.growth) ** ((self.hours - self.now) / pd.Timedelta(weeks=1))
         day_noise = rng.gamma(self.shape.day_shape, 1 / self.shape.day_shape, days.max() + 1)[days]
         hour_noise = rng.gamma(self.shape.hour_shape, 1 / self.shape.hour_shape, len(rate))
         counts = rng.poisson(rate * day_noise * hour_noise)
