@@ -7,13 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from toolkit import delivery_counts, open_store
+from toolkit import delivery_counts
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity
 from toolkit.incidents import find_incidents, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
 from toolkit.store import layout
-from toolkit.store.state import State
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
 AFTER = NOW - pd.Timedelta(days=1)
@@ -25,45 +24,8 @@ def traffic():
     return shaped_traffic(3, NOW, days=30)
 
 
-def write_store(traffic, root, skip=(), *, start=AFTER - HISTORY, end=AFTER):
-    """The shaped traffic from ``start`` to ``end`` (the four weeks before AFTER) written as a
-    sync writes a store (a file per table and day, then ``state.json``), except the days of
-    ``skip``."""
-    activity, _ = traffic.window(start, end)
-    notes = activity.notifications.set_index("notification_id")
-    frames = dict(zip(layout.TABLES, activity, strict=True))
-    of = frames["jobs"]["notification_id"]  # a job's workflow and subscriber: its notification's
-    frames["jobs"] = frames["jobs"].assign(workflow=of.map(notes["workflow_identifier"]),
-                                           subscriber_id=of.map(notes["subscriber_id"]))  # fmt: skip
-    times = {"notifications": "created_at", "jobs": "notification_id",
-             "execution_details": "created_at"}  # fmt: skip
-    created = activity.notifications.set_index("notification_id")["created_at"]
-    for day in pd.date_range(start.floor("D"), end, freq="D"):
-        name = day.strftime("%Y-%m-%d")
-        if name in skip:
-            continue
-        tables = []
-        for table, frame in frames.items():
-            at = frame[times[table]]
-            at = at.map(created) if table == "jobs" else at
-            mine = frame[(at >= day) & (at < day + pd.Timedelta(days=1))]
-            columns = [f.name for f in layout.arrow_schema(table)]
-            mine = mine.reindex(columns=columns).astype(
-                {c: object for c in columns if c not in frame.columns}
-            )
-            for c in set(columns) - set(frame.columns):
-                mine[c] = None
-            for column in mine.select_dtypes("datetimetz"):  # the service's milliseconds
-                mine[column] = mine[column].dt.floor("ms")
-            tables.append(layout.table_from_frame(mine, table))
-        layout.write_day(root, name, tables)
-    State(base_url="https://api.example", environment=None, filters={},
-          after=start.isoformat(), watermark=end.isoformat()).save(root)  # fmt: skip
-    return open_store(root)
-
-
 def test_a_store_without_gaps_is_a_baseline_of_four_weeks(traffic, tmp_path):
-    store = write_store(traffic, tmp_path / "store")
+    store = traffic.write_store(tmp_path / "store", AFTER - HISTORY, AFTER)
     activity, _ = traffic.window(AFTER, NOW)
     found = find_incidents(activity, baseline=store)
     counts, rates = found.attrs["baseline"].split("; ")  # volume's, then failure rates'
@@ -77,7 +39,7 @@ def test_a_store_without_gaps_is_a_baseline_of_four_weeks(traffic, tmp_path):
 
 def test_days_a_store_never_synced_are_left_out_not_read_as_zeros(traffic, tmp_path):
     gap = (AFTER - pd.Timedelta(days=10)).strftime("%Y-%m-%d")
-    store = write_store(traffic, tmp_path / "store", skip={gap})
+    store = traffic.write_store(tmp_path / "store", AFTER - HISTORY, AFTER, skip={gap})
     assert gap not in layout.days_held(store.path)
     activity, _ = traffic.window(AFTER, NOW)
     found = find_incidents(activity, baseline=store)
@@ -98,7 +60,7 @@ def test_days_a_store_never_synced_are_left_out_not_read_as_zeros(traffic, tmp_p
 
 def test_a_store_with_gaps_in_two_weeks_falls_back_and_says_so(traffic, tmp_path):
     skip = {(AFTER - pd.Timedelta(days=d)).strftime("%Y-%m-%d") for d in (3, 12)}
-    store = write_store(traffic, tmp_path / "store", skip=skip)
+    store = traffic.write_store(tmp_path / "store", AFTER - HISTORY, AFTER, skip=skip)
     activity, _ = traffic.window(AFTER, NOW)
     found = find_incidents(activity, baseline=store)
     # a day alone cannot tell the hour of the day's rhythm: the rest of it is no baseline either
@@ -117,8 +79,9 @@ def with_environment(activity, environment):
 def test_a_day_missing_from_a_stores_window_is_no_drop(days, tmp_path):
     # quiet traffic: the day the store never synced is not read as a day without sends
     after = NOW - pd.Timedelta(days=days)
-    store = write_store(shaped_traffic(2, NOW, incidents=False), tmp_path / "store",
-                        skip={"2026-10-28"}, start=after, end=NOW)  # fmt: skip
+    store = shaped_traffic(2, NOW, incidents=False).write_store(
+        tmp_path / "store", after, NOW, skip={"2026-10-28"}
+    )
     found = find_incidents(store, after=after, before=NOW)
     assert found.empty, list(found["summary"])
     assert "the window's 1 day its source does not hold left out" in found.attrs["baseline"]

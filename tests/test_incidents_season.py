@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from tests.test_counts import spark, spark_missing  # noqa: F401 (the Spark session fixture)
-from tests.test_incidents_baseline import write_store
 from toolkit import delivery_counts, metrics, open_store
 from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
@@ -81,6 +80,24 @@ def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
     assert set(sms["kind"]) == {"traffic_shift"}  # never a drop and a spike
 
 
+@pytest.mark.parametrize("hours", [1, 2])
+def test_a_failover_polled_in_its_first_hours_is_one_ongoing_shift(hours, tmp_path):
+    # what a Monitor with a store sees an hour or two after the move: seed 1's SMS moved
+    # mid-hour on an evening busier than usual, so the new provider's first hours held more
+    # than twice the old one's missing jobs; the hour the traffic moved in holds both
+    now = pd.Timestamp("2026-03-18T03:30:00Z")
+    traffic = shaped_traffic(1, now)
+    failover = next(i for i in traffic.planted if i["kind"] == "failover")
+    at = failover["start"].ceil("h") + pd.Timedelta(hours=hours)
+    after = at - pd.Timedelta(hours=24)
+    store = traffic.write_store(tmp_path / "store", after - HISTORY, after)
+    found = find_incidents(traffic.window(after, at)[0], baseline=store)
+    sms = found[found["channel"].eq("sms").fillna(False)]
+    assert sms["kind"].tolist() == ["traffic_shift"], list(sms["summary"])
+    assert sms.iloc[0]["providers"] == [failover["provider_id"], failover["to"]]
+    assert sms.iloc[0]["ongoing"]
+
+
 def test_a_campaign_is_at_most_one_spike_and_never_a_drop_elsewhere(week):
     _, planted, found = week
     campaign = planted_of(planted, "campaign")
@@ -145,7 +162,7 @@ def test_a_store_joins_the_second_providers_bounces_alike(two_providers, engine,
         engine = request.getfixturevalue("spark")
     traffic, activity, _, history, found = two_providers
     after = BOUNCES_AT - pd.Timedelta(days=7)
-    write_store(traffic, tmp_path / "store", start=after, end=BOUNCES_AT)
+    traffic.write_store(tmp_path / "store", after, BOUNCES_AT)
     store = open_store(tmp_path / "store", engine=engine)
     stored = find_incidents(store, after=after, before=BOUNCES_AT, baseline=history)
     bounce = lambda frame: frame[frame["kind"].eq("domain_bounces")].reset_index(drop=True)  # noqa: E731
@@ -541,7 +558,7 @@ def test_send_occasions_are_distinct_minutes_alike_in_a_store(engine, tmp_path, 
     by = [["workflow"], ["channel", "provider_id"]]
     groups = [[{"workflow": workflow}], [{"channel": channel, "provider_id": provider}]]
     given = occasion_counts(activity, by=by, groups=groups)
-    write_store(traffic, tmp_path / "store", start=after, end=BOUNCES_AT)
+    traffic.write_store(tmp_path / "store", after, BOUNCES_AT)
     store = open_store(tmp_path / "store", engine=engine)
     for stored, counted in zip(occasion_counts(store, after=after, before=BOUNCES_AT, by=by,
                                                groups=groups), given, strict=True):  # fmt: skip

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.test_incidents_baseline import write_store
 from toolkit import open_store
 from toolkit.incidents import find_incidents, season, volume
 from toolkit.sandbox.seed.shaped import shaped_traffic
@@ -70,7 +69,7 @@ def test_a_failover_in_the_second_week_is_one_shift_not_its_mirror_in_the_first(
 
 def test_a_store_of_the_two_weeks_finds_the_same_rows(traffic, two_weeks, tmp_path):
     after = NOW - pd.Timedelta(days=14)
-    write_store(traffic, tmp_path / "store", start=after, end=NOW)
+    traffic.write_store(tmp_path / "store", after, NOW)
     found = find_incidents(open_store(tmp_path / "store"), after=after, before=NOW)
     columns = ["kind", "channel", "provider_id", "started_at", "ended_at", "notifications"]
     seconds = {

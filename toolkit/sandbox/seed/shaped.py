@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,44 @@ class Traffic:
                 planted.append({**incident, "notifications": inside})
         return activity, planted
 
+    def write_store(self, root: Any, after: Any, before: Any, *, skip: Any = ()):
+        """The activity of ``[after, before)`` written at ``root`` as `toolkit.sync` writes a
+        store (a file per table and day, then its state), except the days (``YYYY-MM-DD``) in
+        ``skip``: a store's history without a service. Returns it open (`toolkit.open_store`)."""
+        from toolkit.store import layout, open_store
+        from toolkit.store.state import State
+
+        root, after, before = Path(root), pd.Timestamp(after), pd.Timestamp(before)
+        activity, _ = self.window(after, before)
+        notes = activity.notifications.set_index("notification_id")
+        frames = dict(zip(layout.TABLES, activity, strict=True))
+        # a job's workflow and subscriber are its notification's
+        of = frames["jobs"]["notification_id"]
+        frames["jobs"] = frames["jobs"].assign(workflow=of.map(notes["workflow_identifier"]),
+                                               subscriber_id=of.map(notes["subscriber_id"]))  # fmt: skip
+        sent = {"notifications": frames["notifications"]["created_at"],
+                "jobs": of.map(notes["created_at"]),
+                "execution_details": frames["execution_details"]["created_at"]}  # fmt: skip
+        for day in pd.date_range(after.floor("D"), before, freq="D"):
+            if day.strftime("%Y-%m-%d") in skip:
+                continue
+            tables = []
+            for table, frame in frames.items():
+                mine = frame[(sent[table] >= day) & (sent[table] < day + pd.Timedelta(days=1))]
+                columns = [f.name for f in layout.arrow_schema(table)]
+                mine = mine.reindex(columns=columns).astype(
+                    {c: object for c in columns if c not in frame.columns}
+                )
+                for column in set(columns) - set(frame.columns):
+                    mine[column] = None
+                for column in mine.select_dtypes("datetimetz"):  # the service's milliseconds
+                    mine[column] = mine[column].dt.floor("ms")
+                tables.append(layout.table_from_frame(mine, table))
+            layout.write_day(root, day.strftime("%Y-%m-%d"), tables)
+        State(base_url="https://api.example", environment=None, filters={},
+              after=after.isoformat(), watermark=before.isoformat()).save(root)  # fmt: skip
+        return open_store(root)
+
 
 def shaped_traffic(
     seed: int,
@@ -178,8 +217,9 @@ def shaped_traffic(
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
-    return _Draw(seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary,
-                 growth).traffic()
+    return _Draw(
+        seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary, growth
+    ).traffic()
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
