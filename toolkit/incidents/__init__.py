@@ -85,17 +85,20 @@ workflow that stopped, not every channel it sends on); but a provider's row is i
 when, over that row's hours, the channel's other providers' jobs are likelier at the provider's
 ratio of jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`). A
 provider's spike while another provider of its channel sends about as much less is one
-``traffic_shift`` row naming both (a failover). With too little history, volume is compared as
-before, as each (channel, provider)'s and channel's share of the notifications against the rest
-of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows' summary say so;
-but only when those shares are seen not to follow the hour of the day (over at least two days of
-the window, the failure rates' F test: `rates.follow_the_day`). Shares that follow it, or a
-window too short to tell, make the rest of the window no baseline (each night would be a drop):
-volume is then not compared, and ``attrs["baseline"]`` says why and asks for ``baseline=``. A
-store's days without files are gaps (the window's own are neither counted nor expected): the
-history's weeks touching them are left out (fewer than three whole weeks left: the fallback; so
-is a window under two weeks read alone). A baseline sharing no (channel, provider, workflow)
-with the activity, or an Activity of other environments, is a `ParameterError`.
+``traffic_shift`` row naming both (a failover), compared over the hours after the one the
+traffic moved in (that hour holds both providers' jobs): a Monitor sees the failover as one
+shift from its first whole hour on, not as a spike, then a drop. With too little history,
+volume is compared as before, as each (channel, provider)'s and channel's share of the
+notifications against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]``
+and the rows' summary say so; but only when those shares are seen not to follow the hour of the
+day (over at least two days of the window, the failure rates' F test: `rates.follow_the_day`).
+Shares that follow it, or a window too short to tell, make the rest of the window no baseline
+(each night would be a drop): volume is then not compared, and ``attrs["baseline"]`` says why
+and asks for ``baseline=``. A store's days without files are gaps (the window's own are neither
+counted nor expected): the history's weeks touching them are left out (fewer than three whole
+weeks left: the fallback; so is a window under two weeks read alone). A baseline sharing no
+(channel, provider, workflow) with the activity, or an Activity of other environments, is a
+`ParameterError`.
 ``notifications`` of a volume row: the missing (extra, moved) jobs over the group's jobs per
 notification; its expected jobs are at the level of its day (a whole day runs busier or quieter
 than the season's usual one): scaled by the group's jobs over its expected jobs in the 24 hours

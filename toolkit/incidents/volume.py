@@ -8,8 +8,9 @@ missing, of its jobs extra) is kept: a workflow that stopped rather than each ch
 on, a silent channel rather than each of its providers; a channel's or provider's row that is
 part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
 sent less because a workflow it carries stopped). A spike of one provider of a channel
-while another provider of it sends at least half as much less than expected is one
-``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
+while another provider of it sends at least half as much less than expected (over the hours
+after the one the traffic moved in) is one ``traffic_shift`` row (a failover), never a drop and
+a spike. A spike is kept only when it departs
 more than its group did in each week of the season's history (`_beyond_history`) and is a
 spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
 row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
