@@ -43,6 +43,26 @@ def poll(traffic, store, start: pd.Timestamp, end: pd.Timestamp, every: pd.Timed
         at += every
 
 
+def alerted(traffic, start: pd.Timestamp, end: pd.Timestamp, every: pd.Timedelta):
+    """The first alert of each planted incident (by kind and start) and the firing alerts of
+    none (time, summary), polling ``[start, end]`` with the rest of the traffic in a store."""
+    first: dict[tuple, pd.Timestamp] = {}
+    others = []
+    with tempfile.TemporaryDirectory() as root:
+        store = traffic.write_store(root, traffic.notifications["created_at"].min().floor("D"), end)
+        for at, rows, planted, raised in poll(traffic, store, start, end, every):
+            for alert in raised:
+                if alert["state"] != "firing":
+                    continue
+                row = rows[rows["summary"] == alert["summary"]].iloc[0]
+                hits = [(p["kind"], p["start"]) for p in planted if shaped_matches(row, p)]
+                for hit in hits:
+                    first.setdefault(hit, at)
+                if not hits:
+                    others.append((at, alert["summary"]))
+    return first, others
+
+
 def where(incident: dict) -> str:
     return (
         incident["provider_id"] or incident["domain"] or incident["workflow"] or incident["channel"]
@@ -51,53 +71,32 @@ def where(incident: dict) -> str:
 
 def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool) -> None:
     fired_after: dict[str, list] = {}  # kind -> polls from the start to the first alert, or None
-    quiet_alerts = extra_alerts = polls = 0
-    took = 0.0
+    other_alerts = {True: 0, False: 0}  # planted sets, quiet sets
+    began = time.perf_counter()
     for seed in seeds:
         for now in clocks:
             end = pd.Timestamp(now)
+            start = end - pd.Timedelta(days=days)
             for incidents in (False, True):
                 traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary)
                 label = f"seed {seed} now {now} {'planted' if incidents else 'quiet  '}"
-                with tempfile.TemporaryDirectory() as root:
-                    store = traffic.write_store(
-                        root, traffic.notifications["created_at"].min().floor("D"), end
-                    )
-                    first: dict[tuple, pd.Timestamp] = {}  # (kind, start) -> first alert
-                    began = time.perf_counter()
-                    for at, rows, planted, raised in poll(
-                        traffic, store, end - pd.Timedelta(days=days), end, every
-                    ):
-                        polls += 1
-                        for alert in raised:
-                            if alert["state"] != "firing":
-                                continue
-                            row = rows[rows["summary"] == alert["summary"]].iloc[0]
-                            hits = [
-                                (p["kind"], p["start"]) for p in planted if shaped_matches(row, p)
-                            ]
-                            for hit in hits:
-                                first.setdefault(hit, at)
-                            if not hits:
-                                if incidents:
-                                    extra_alerts += 1
-                                else:
-                                    quiet_alerts += 1
-                                print(f"{label}: alert {at:%a %b %d %H:%M}: {alert['summary']}")
-                    took += time.perf_counter() - began
-                span = end - pd.Timedelta(days=days)
+                first, others = alerted(traffic, start, end, every)
+                other_alerts[incidents] += len(others)
+                print(f"{label}: {len(others)} alerts of no planted incident", flush=True)
+                for at, summary in others:
+                    print(f"    alert {at:%a %b %d %H:%M}: {summary}")
                 for incident in traffic.planted:
-                    if incident["optional"] or (incident["hits"] >= span).sum() < MIN_HITS:
+                    if incident["optional"] or (incident["hits"] >= start).sum() < MIN_HITS:
                         continue
                     key = (incident["kind"], incident["start"])
                     after = (
-                        (first[key] - max(incident["start"], span)) / every
+                        (first[key] - max(incident["start"], start)) / every
                         if key in first
                         else None
                     )
                     fired_after.setdefault(incident["kind"], []).append(after)
                     said = "no alert" if after is None else f"first alert after {after:.1f} polls"
-                    print(f"{label}: {incident['kind']} {where(incident)} "
+                    print(f"    {incident['kind']} {where(incident)} "
                           f"{incident['start']:%b %d %H:%M}..{incident['end']:%b %d %H:%M}: {said}")  # fmt: skip
     print()
     print(f"{'planted kind':22} alerted  not alerted  median polls to the first alert  within two")
@@ -106,8 +105,8 @@ def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool) -> None:
         median = f"{pd.Series(seen).median():.1f}" if seen else "-"
         print(f"{kind:22} {len(seen):7}  {len(afters) - len(seen):11}  {median:>31}  "
               f"{sum(a <= 2 for a in seen):10}")  # fmt: skip
-    print(f"quiet sets: {quiet_alerts} alerts; planted sets: {extra_alerts} alerts of no planted "
-          f"incident; {polls} polls in {took:.0f} s")  # fmt: skip
+    print(f"quiet sets: {other_alerts[False]} alerts; planted sets: {other_alerts[True]} alerts of "
+          f"no planted incident; {time.perf_counter() - began:.0f} s")  # fmt: skip
 
 
 def main() -> None:

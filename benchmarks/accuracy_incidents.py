@@ -15,9 +15,12 @@ extra row and impact more than 20% off, then the totals per planted kind and per
 ``--vary``: each seed also draws the traffic's shape (`toolkit.sandbox.seed.shaped.Shape`: night
 and weekend levels, when mornings start, the zones' shares, how much days and hours vary,
 fan-outs, the digest's and the newsletter's hours), rhythms the detector was never tuned on.
+``--growth``: people's use grows (shrinks) by that share each week, so the weeks before a
+window send less (more) than it.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
-                                            [--clocks-back DAYS] [--vary] [--sandbox]
+                                            [--clocks-back DAYS] [--vary] [--growth SHARE]
+                                            [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by

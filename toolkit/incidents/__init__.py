@@ -113,32 +113,32 @@ Failures
 --------
 Every contiguous run of buckets of every group is a candidate period. Each group's best one (the
 largest likelihood ratio: Kulldorff's Bernoulli scan statistic) is tested with the exact
-conditional test of its count against the **baseline**: the rest of the window, or the same group
-in ``baseline=`` (an Activity, e.g. the weeks before). Failures bunch (retries, a subscriber
-failing again, fan-outs), so each group's *dispersion* (how much more than a binomial law its
-counts per bucket vary around their expected counts, measured on the baseline, its own incidents
-left out) divides the counts tested: a quasi-binomial test (`rates`). Measured on the window
-itself, an incident that holds much of it (an outage in a Monitor's first minutes) raises the
-rate the buckets are measured around; a period is then tested with the dispersion around the
-rest of the window's rate, when that is smaller. Where the baseline (or the
-window, its own weeks) spans three weeks and a group's failure rate varies by hour of the day
-beyond chance (a quasi-likelihood F test of the hours' rates against that dispersion, at 0.01
-over the groups), its trials are weighed by the rate of their hour: a period's expected failures
-are its sends at their hours' usual rate, so a night that always fails more is not an incident
-and a night failing more than its usual is ("usually X at these hours"); otherwise the rate is
-flat, and ``attrs["baseline"]`` says which. The p-value is multiplied by the number of periods
-examined in all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods
-with enough evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a
-volume drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
-``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A
-group's next best period apart from those found is tested the same way (up to 4 per group), so
-separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
+conditional test of its count against the **baseline**: the rest of the window, or the same
+group in ``baseline=`` (an Activity, e.g. the weeks before). Failures bunch (retries, a
+subscriber failing again, fan-outs), so each group's *dispersion* (how much more than a binomial
+law its counts per bucket vary around their expected counts, measured on the baseline, its own
+incidents left out) divides the counts tested: a quasi-binomial test (`rates`). Measured on the
+window itself, an incident that holds much of it (an outage in a Monitor's first minutes) raises
+the rate the buckets are measured around; a period is then tested with the dispersion around the
+rest of the window's rate, when that is smaller. Where the baseline (or the window, its own
+weeks) spans three weeks and a group's failure rate varies by hour of the day beyond chance (a
+quasi-likelihood F test of the hours' rates against that dispersion, at 0.01 over the groups),
+its trials are weighed by the rate of their hour: a period's expected failures are its sends at
+their hours' usual rate, so a night that always fails more is not an incident and a night
+failing more than its usual is ("usually X at these hours"); otherwise the rate is flat, and
+``attrs["baseline"]`` says which. The p-value is multiplied by the number of periods examined in
+all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods with enough
+evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
+drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
+``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A group's
+next best period apart from those found is tested the same way (up to 4 per group), so separate
+incidents of one provider are separate rows, and adjacent bad buckets are one period.
 
-The period's edges are then put on the jobs' own timestamps: the run of jobs where the events are
-bunched (the maximum-scoring segment of the per-job likelihood ratio), from the first event's
-start to the last event's end (a failure's last execution detail, a slow job's first Success).
-A run with fewer than ``min_jobs`` jobs (nine failures in a row) takes in the group's jobs
-nearest to it in time until it has that many: a small outage is counted, 9 failed of 10.
+The period's edges are then put on the jobs' own timestamps: the run of jobs where the events
+are bunched (the maximum-scoring segment of the per-job likelihood ratio), from the first
+event's start to the last event's end (a failure's last execution detail, a slow job's first
+Success). A run with fewer than ``min_jobs`` jobs (nine failures in a row) takes in the group's
+jobs nearest to it in time until it has that many: a small outage is counted, 9 failed of 10.
 ``ongoing`` is True when the jobs after the last event are too few to show that it stopped (none
 of them an event had a chance above 1% at the incident's rate).
 
