@@ -130,9 +130,9 @@ failing more than its usual is ("usually X at these hours"); otherwise the rate 
 all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods with enough
 evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
 drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
-``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A group's
-next best period apart from those found is tested the same way (up to 4 per group), so separate
-incidents of one provider are separate rows, and adjacent bad buckets are one period.
+``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A
+group's next best period apart from those found is tested the same way (up to 4 per group), so
+separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
 
 The period's edges are then put on the jobs' own timestamps: the run of jobs where the events
 are bunched (the maximum-scoring segment of the per-job likelihood ratio), from the first
