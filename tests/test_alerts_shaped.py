@@ -45,3 +45,24 @@ def test_an_outage_fires_within_two_polls(tmp_path):
     mine = [a for a in alerts if a["provider_id"] == outage["provider_id"]]
     assert [(a["state"], a["kind"]) for a in mine] == [("firing", "provider_outage")]
     assert outage["start"] < mine[0]["at"] <= outage["start"] + 2 * EVERY
+
+
+def test_each_workflow_s_own_row_is_its_own_alert():
+    # seed 3: a campaign's workflow sends ten times its usual (a spike, no channel or provider
+    # of its own), and two days later, while its alert still fires, another workflow stops
+    now = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(3, now)
+    alerts = Alerts(resolve_after=1000)
+    for at in (pd.Timestamp("2026-10-28T03:00:00Z"), pd.Timestamp("2026-10-30T11:00:00Z")):
+        after = at - KEEP
+        found = find_incidents(traffic.window(after, at)[0],
+                               baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+        alerts.evaluate(found, at.to_pydatetime())
+    campaign, stop = (next(i for i in traffic.planted if i["kind"] == kind and i["workflow"])
+                      for kind in ("campaign", "volume_drop"))  # fmt: skip
+    workflows = alerts.frame.dropna(subset=["workflow"])
+    assert workflows[["kind", "workflow"]].values.tolist() == [
+        ["volume_spike", campaign["workflow"]],
+        ["volume_drop", stop["workflow"]],
+    ]
+    assert workflows["channel"].isna().all() and workflows["provider_id"].isna().all()

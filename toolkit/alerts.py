@@ -1,8 +1,9 @@
 """Alerts: incidents found at each evaluation become one ``firing`` and one ``resolved`` alert.
 
 `Alerts.evaluate` takes the frame of `toolkit.find_incidents` (one evaluation, e.g. a Monitor's
-poll). An incident is identified by ``(channel, provider_id, domain)`` (not by its kind, which
-the detector may name differently as an incident goes on): it fires the first
+poll). An incident is identified by ``(channel, provider_id, domain)``, and a workflow's own
+row (none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind,
+which the detector may name differently as an incident goes on): it fires the first
 time it is found ongoing, and resolves once it has not been found ongoing at ``resolve_after``
 evaluations in a row (hysteresis: one quiet evaluation does not end it, so it does not flap).
 Each alert is passed to ``on_alert`` and, with a ``webhook_url``, POSTed as JSON with a
@@ -35,8 +36,9 @@ from toolkit.words import ONGOING
 __all__ = ["ALERT_COLUMNS", "Alerts", "Webhook"]
 
 #: The columns of `Alerts.frame` (and the fields of each alert).
-ALERT_COLUMNS = ("at", "state", "kind", "channel", "provider_id", "error_code", "domain", "summary")
-_KEY = ("channel", "provider_id", "domain")
+ALERT_COLUMNS = ("at", "state", "kind", "channel", "provider_id", "error_code", "domain",
+                 "workflow", "summary")  # fmt: skip
+_PLACE = ("channel", "provider_id", "domain")
 _ICON = {"firing": "FIRING", "resolved": "RESOLVED"}
 
 
@@ -87,16 +89,16 @@ class Alerts:
 
     def evaluate(self, incidents: pd.DataFrame, at: datetime) -> list[dict[str, Any]]:
         """Update the state with one evaluation's incidents; return the alerts it raised."""
-        missing = [
-            c for c in (*_KEY, "kind", "ongoing", "summary", "error_code") if c not in incidents
-        ]
+        needed = (*_PLACE, "workflows", "kind", "ongoing", "summary", "error_code")
+        missing = [c for c in needed if c not in incidents]
         if not isinstance(incidents, pd.DataFrame) or missing:
             raise ParameterError("incidents", type(incidents).__name__, "the frame of toolkit.find_incidents")  # fmt: skip
         raised = []
         ongoing = incidents[incidents["ongoing"].fillna(False).astype(bool)]
         seen = set()
         for record in ongoing.to_dict("records"):
-            key = tuple(_plain(record[c]) for c in _KEY)
+            record["workflow"] = _own_workflow(record)
+            key = (*(_plain(record[c]) for c in _PLACE), record["workflow"])
             seen.add(key)
             self._quiet[key] = 0
             self._last[key] = record
@@ -273,6 +275,14 @@ class _Once:
         if not self.done and self.report is not None:
             self.done = True
             self.report(message)
+
+
+def _own_workflow(record: dict[str, Any]) -> str | None:
+    """The workflow of a workflow's own row (no channel, provider or domain), else None."""
+    workflows = record["workflows"]
+    if any(_plain(record[c]) is not None for c in _PLACE) or not isinstance(workflows, list):
+        return None
+    return str(workflows[0]) if workflows else None
 
 
 def _plain(value: Any) -> Any:

@@ -90,7 +90,7 @@ class Monitor:
         ``(start, end)`` of what ``activity`` holds (``end``: the last poll's pinned now).
     alerts : DataFrame
         Every alert raised: ``at, state`` (firing / resolved), ``kind, channel, provider_id,
-        error_code, domain, summary``.
+        error_code, domain, workflow, summary`` (``workflow``: of a workflow's own row).
     incidents : DataFrame
         `toolkit.find_incidents` of the window at the last poll.
     polls : int
