@@ -7,17 +7,17 @@ the other's cells; the group that departs the most (the largest share of its exp
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
 on, a silent channel rather than each of its providers; a channel's or provider's row that is
 part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
-sent less because a workflow it carries stopped). A spike of one provider of a channel
-while another provider of it sends at least half as much less than expected (over the hours
-after the one the traffic moved in) is one ``traffic_shift`` row (a failover), never a drop and
-a spike. A spike is kept only when it departs
-more than its group did in each week of the season's history (`_beyond_history`) and is a
-spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A
-row of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A
-row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
-row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
-season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
+sent less because a workflow it carries stopped). A spike of one provider of a channel while
+another provider of it sends at least half as much less than expected (over the hours after the
+one the traffic moved in) is one ``traffic_shift`` row (a failover), never a drop and a spike. A
+spike is kept only when it departs more than its group did in each week of the season's history
+(`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its group
+made (`triggered`). A row of its group's usual traffic an hour off (summer time's end) is none
+(`an_hour_off`). A row's expected jobs are at its day's level (`_level`) and, for a channel or
+provider whose workflows keep triggering, weighed with what their other channels sent at the
+time (`expected_jobs`); a row that then no longer misses (has extra) the fewest jobs a row needs
+is none (`departs`). A season of two weeks read alone keeps only the rows of the week that
+departs (`confirmed`).
 """
 
 from __future__ import annotations

@@ -212,8 +212,8 @@ def shaped_traffic(
         the zones' shares, how much days and hours vary, fan-outs, the digest's and the
         newsletter's hours) from the seed too, instead of the defaults.
     growth : float
-        People's use of the product grows by this share each week (negative: shrinks), at the
-        defaults' level at ``now``: 0.1 is a tenth more each week.
+        People's use of the product grows by this share each week (negative: shrinks): 0.1 is
+        a tenth more each week, the usual rates reached at ``now``.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
