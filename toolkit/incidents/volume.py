@@ -613,8 +613,13 @@ def _own_week(season: Season, hour: int) -> int | None:
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:
     """The jobs missing (drop) or extra (spike) in ``cells`` over ``period``."""
-    gap = season.expected[cells, period].sum() - season.observed[cells, period].sum()
+    gap = _missing(season, cells, period)
     return gap if row["kind"] == "volume_drop" else -gap
+
+
+def _missing(season: Season, cells, period: slice) -> float:
+    """The jobs ``cells`` sent short of the season's over ``period`` (negative: beyond it)."""
+    return float(season.expected[cells, period].sum() - season.observed[cells, period].sum())
 
 
 def _same_cause(season: Season, row: dict, kept: dict) -> bool:
@@ -661,17 +666,18 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
         channel, provider = spike["keys"]["channel"], spike["keys"]["provider_id"]
         period = slice(spike["first"], spike["stop"])
         moved = slice(spike["first"] + (spike["stop"] - spike["first"] > 1), spike["stop"])
-        extra = _gap(season, spike["cells"], moved)
+        extra = _departure(season, spike, spike["cells"], moved)
         others = {key[1] for key in season.keys if key[0] == channel and key[1] != provider}
         best, missing = None, 0.0
         for other in others:
             cells = [n for n, key in enumerate(season.keys) if key[:2] == (channel, other)]
-            if -_gap(season, cells, moved) > missing:
-                best, missing, left = other, -_gap(season, cells, moved), cells
+            gap = _missing(season, cells, moved)
+            if gap > missing:
+                best, missing, left = other, gap, cells
         if best is None or missing < SHIFT_SHARE * extra:
             continue
         seen = season.observed[left, period].sum()
-        missing = max(missing, -_gap(season, left, period))  # the hours before the move too
+        missing = max(missing, _missing(season, left, period))  # the hours before the move too
         used.add(id(spike))
         used |= {id(row) for row in rows if row["kind"] == "volume_drop"
                  and row["keys"] == {"channel": channel, "provider_id": best}}  # fmt: skip
@@ -680,11 +686,6 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
                     "cells": np.array(left), "events": int(seen), "jobs": int(seen),
                     "expected": seen + missing})  # fmt: skip
     return out + [row for row in rows if id(row) not in used]
-
-
-def _gap(season: Season, cells, hours: slice) -> float:
-    """The jobs ``cells`` sent over ``hours`` beyond (negative: short of) the season's."""
-    return float(season.observed[cells, hours].sum() - season.expected[cells, hours].sum())
 
 
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:
