@@ -16,11 +16,14 @@ extra row and impact more than 20% off, then the totals per planted kind and per
 and weekend levels, when mornings start, the zones' shares, how much days and hours vary,
 fan-outs, the digest's and the newsletter's hours), rhythms the detector was never tuned on.
 ``--growth``: people's use grows (shrinks) by that share each week, so the weeks before a
-window send less (more) than it.
+window send less (more) than it. ``--holiday DAYS``: a public holiday that many days before each
+clock (people use the product as on a weekend, the office hours are closed); a drop of no
+channel overlapping it is its row, not an extra one, and each window that holds it should have
+one such row, naming the workflows it quietened (one cause, one row), or none.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
                                             [--clocks-back DAYS] [--vary] [--growth SHARE]
-                                            [--sandbox]
+                                            [--holiday DAYS] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -162,17 +165,19 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
 
 def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
                  clocks_back: float | None = None, vary: bool = False,
-                 growth: float = 0.0) -> None:  # fmt: skip
+                 growth: float = 0.0, holiday: float | None = None) -> None:  # fmt: skip
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
     multiplies every rate (1: about 2,000 notifications a day); ``clocks_back``: summer time
     ends that many days before each clock (the second zone's a week later); ``vary``: each
-    seed draws the traffic's shape too (`toolkit.sandbox.seed.shaped.Shape`)."""
+    seed draws the traffic's shape too (`toolkit.sandbox.seed.shaped.Shape`); ``holiday``: a
+    public holiday that many days before each clock."""
     found_of: dict[str, list] = {}
     by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
     extra_days: dict[int, int] = dict.fromkeys(windows, 0)
     quiet_rows: dict[int, int] = dict.fromkeys(windows, 0)
+    holiday_rows: dict[int, list[int]] = {days: [] for days in windows}  # per window holding it
     ranged: list[bool] = []  # whether a found drop's planted count is in its likely range
     took = []
     for seed in seeds:
@@ -180,8 +185,10 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
             end = pd.Timestamp(now)
             for incidents in (True, False):
                 back = None if clocks_back is None else end - pd.Timedelta(days=clocks_back)
+                day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
                 traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
-                                         clocks_back=back, vary=vary, growth=growth)  # fmt: skip
+                                         clocks_back=back, vary=vary, growth=growth,
+                                         holidays=[] if day is None else [day.tz_localize(None)])  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -190,13 +197,22 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                     began = time.perf_counter()
                     rows = find_incidents(activity, baseline=baseline)
                     took.append(time.perf_counter() - began)
+                    off = set()  # the holiday's rows (a drop of no channel overlapping it)
+                    if day is not None and after < day + pd.Timedelta(days=1):
+                        near = (day - pd.Timedelta(hours=14), day + pd.Timedelta(hours=38))
+                        off = {i for i, row in rows.iterrows() if row["kind"] == "volume_drop"
+                               and pd.isna(row["channel"]) and row["started_at"] < near[1]
+                               and row["ended_at"] > near[0]}  # fmt: skip
+                        holiday_rows[days].append(len(off))
                     label = (
                         f"seed {seed} now {now} {days:2}d {'planted' if incidents else 'quiet  '}"
                     )
+                    for i in off:
+                        print(f"{label}: holiday {rows.loc[i, 'summary']}")
                     if not incidents:
-                        quiet_rows[days] += len(rows)
-                        print(f"{label}: {len(rows)} rows")
-                        for sentence in rows["summary"]:
+                        quiet_rows[days] += len(rows) - len(off)
+                        print(f"{label}: {len(rows) - len(off)} rows")
+                        for sentence in rows.drop(index=list(off))["summary"]:
                             print(f"    quiet row {sentence}")
                         continue
                     used: set[int] = set()
@@ -230,7 +246,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                                   f"{incident['provider_id'] or incident['domain'] or incident['workflow'] or incident['channel']} "
                                   f"{incident['start']:%b %d %H:%M}..{incident['end']:%b %d %H:%M} "
                                   f"({incident['notifications']} notifications)")  # fmt: skip
-                    for i in rows.index.difference(list(used)):
+                    for i in rows.index.difference(list(used | off)):
                         extra_of[rows.loc[i, "kind"]] = extra_of.get(rows.loc[i, "kind"], 0) + 1
                         extra_days[days] += 1
                         print(f"{label}: extra  {rows.loc[i, 'summary']}")
@@ -267,6 +283,10 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
         "quiet sets, rows by window length: "
         + ", ".join(f"{d} d: {n}" for d, n in quiet_rows.items())
     )
+    if holiday is not None:
+        print("holiday, windows holding it by its rows (0, 1, more): " + ", ".join(
+            f"{d} d: {n.count(0)}/{n.count(1)}/{sum(k > 1 for k in n)}"
+            for d, n in holiday_rows.items() if n))  # fmt: skip
     print(
         f"find_incidents took {sum(took):.1f} s over {len(took)} windows "
         f"(at most {max(took):.2f} s)"
@@ -309,9 +329,16 @@ def main() -> None:
         default=0.0,
         help="people's use grows by this share each week (negative: shrinks)",
     )
+    parser.add_argument(
+        "--holiday",
+        type=float,
+        default=None,
+        metavar="DAYS",
+        help="a public holiday DAYS days before each clock (a weekday at weekend level)",
+    )
     args = parser.parse_args()
     shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back,
-                 args.vary, args.growth)  # fmt: skip
+                 args.vary, args.growth, args.holiday)  # fmt: skip
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 

@@ -70,6 +70,22 @@ def test_a_workflow_that_stops_is_one_volume_drop_with_what_is_missing(week):
     assert isinstance(found.attrs["checked"]["tests"], int)  # periods, as people count them
 
 
+@pytest.mark.parametrize("days", [3, 7])
+def test_a_public_holiday_is_one_row_naming_the_workflows_it_quietened(days):
+    # a weekday at weekend level, office hours closed: each workflow people trigger sends less,
+    # one cause; the batch, digest and newsletter go out as usual
+    holiday = pd.Timestamp("2026-10-30")
+    found = read(shaped_traffic(1, NOW, incidents=False, holidays=[holiday]), days)[2]
+    assert list(found["kind"]) == ["volume_drop"], list(found["summary"])
+    row = found.iloc[0]
+    assert pd.isna(row["channel"]) and pd.isna(row["provider_id"])
+    assert len(row["workflows"]) >= 3
+    assert row["started_at"] < holiday.tz_localize("UTC") + pd.Timedelta(days=1)
+    assert row["ended_at"] > holiday.tz_localize("UTC")
+    assert row["summary"].startswith(f"Workflows {row['workflows'][0]}, ")
+    assert row["notifications_low"] < row["notifications"] < row["notifications_high"]
+
+
 def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
     _, planted, found = week
     failover = planted_of(planted, "failover")

@@ -249,8 +249,8 @@ def find_incidents(
         kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha / tests)}
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
     if moved:
-        volume.impact(moved, engine_counts.group_counts(source, **window, groups=[
-            (row["keys"], row["start"], row["end"]) for row in moved]))  # fmt: skip
+        volume.impact(moved, engine_counts.group_counts(
+            source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
     rows += moved
     if not rows:
         return empty("no period of any group departs from its baseline", checked)

@@ -170,6 +170,9 @@ def _group(row: dict, provider: str, channel: str) -> str:
     keys = row["keys"]
     if "workflow" in keys:
         return f"Workflow {keys['workflow']}"
+    if not keys:  # workflows that departed together (`toolkit.incidents.volume.together`)
+        *most, last = row["workflows"]
+        return f"Workflows {', '.join(most)} and {last}"
     if "provider_id" in keys:
         return f"{provider} {channel}"
     return f"The {channel} channel"

@@ -44,6 +44,9 @@ LIKELY = 1.96
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 #: Hours between two periods of one group and direction that are still one departure.
 GAP = 12
+#: Share of the shorter of two workflows' drops that the other overlaps when they are one
+#: cause (`together`).
+TOGETHER = 0.5
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
 #: The most a schedule moved by an hour misses (sends too many), in its busiest expected hours:
@@ -466,14 +469,69 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
         kept = [other for other in kept
                 if not (_same_cause(season, other, row) and _whole_of(season, row, other))]  # fmt: skip
         kept.append(row)
-    # a channel or provider that sent less because a workflow it carries stopped (part of the
-    # workflow's cause, not the other way round) is the workflow's row, whichever came first
-    kept = [row for row in kept if row["level"] == "workflow" or not any(
-        other["level"] == "workflow" and _same_cause(season, row, other)
-        and not _same_cause(season, other, row) for other in kept)]  # fmt: skip
+    kept = [row for row in kept if not _carried(season, row, kept)]
     kept = [row for row in kept if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
-    return [row for row in kept if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+    kept = together(season, [row for row in kept
+                             if row["kind"] != "volume_spike" or _beyond_history(season, row)])  # fmt: skip
+    return [row for row in kept if not _carried(season, row, kept)]  # workflows' joined cause
+
+
+def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
+    """Whether ``row``, a channel or provider, sent less (more) because a workflow it carries
+    stopped (ran away): part of a workflow row's cause, not the other way round; it is then
+    the workflow's row, whichever came first. Or it dropped while workflows dropped together
+    (`together`), overlapping them as they overlap each other and sending no smaller a share
+    of its expected jobs than they did: what lowered them all lowered it."""
+    return row["level"] != "workflow" and any(
+        other["level"] == "workflow" and (
+            _same_cause(season, row, other) and not _same_cause(season, other, row)
+            or "parts" in other and _overlaps(row, other)
+            and row["events"] * other["expected"] >= other["events"] * row["expected"])
+        for other in rows)  # fmt: skip
+
+
+def together(season: Season, rows: list[dict]) -> list[dict]:
+    """Workflows that dropped at the same time are one row: a cause upstream of them all (a
+    public holiday, the app that triggers them down), not a row each. Drops of workflows each
+    overlapping another by at least `TOGETHER` of the shorter one become a row of all their
+    cells and periods, its ``parts`` theirs (`impact` sums them)."""
+    groups: list[list[dict]] = []
+    for row in rows:
+        if row["level"] != "workflow" or row["kind"] != "volume_drop":
+            groups.append([row])
+            continue
+        near = [group for group in groups if any(_overlaps(row, other) for other in group)]
+        groups = [group for group in groups if all(group is not one for one in near)]
+        groups.append([row, *(other for group in near for other in group)])
+    return [group[0] if len(group) == 1 else _joined_workflows(season, group) for group in groups]
+
+
+def _overlaps(row: dict, other: dict) -> bool:
+    """Whether ``row`` and ``other``, a workflow's, are drops overlapping by `TOGETHER` of the
+    shorter one."""
+    if other["level"] != "workflow" or other["kind"] != row["kind"]:
+        return False
+    both = min(row["stop"], other["stop"]) - max(row["first"], other["first"])
+    shorter = min(row["stop"] - row["first"], other["stop"] - other["first"])
+    return both >= TOGETHER * shorter
+
+
+def _joined_workflows(season: Season, parts: list[dict]) -> dict:
+    """The one row of workflows that dropped together (`together`)."""
+    parts = sorted(parts, key=lambda part: part["events"] - part["expected"])  # most missing
+    first, stop = min(part["first"] for part in parts), max(part["stop"] for part in parts)
+    events, expected = (
+        sum(part["events"] for part in parts),
+        sum(part["expected"] for part in parts),
+    )
+    return {**parts[0], "keys": {}, "parts": parts, "first": first, "stop": stop,
+            "cells": np.unique(np.concatenate([part["cells"] for part in parts])),
+            "start": min(part["start"] for part in parts), "end": max(part["end"] for part in parts),
+            "jobs": events, "events": events, "expected": expected,
+            "rate": events / expected if expected else np.inf,
+            "p_value": min(part["p_value"] for part in parts),
+            "ongoing": any(part["ongoing"] for part in parts)}  # fmt: skip
 
 
 def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
@@ -688,10 +746,31 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
     return out + [row for row in rows if id(row) not in used]
 
 
+def counted_groups(rows: list[dict]) -> list[tuple]:
+    """The groups and periods whose `toolkit.counts.group_counts` `impact` reads: each row's,
+    each of its ``parts``' for workflows that dropped together."""
+    return [(part["keys"], part["start"], part["end"])
+            for row in rows for part in row.get("parts", [row])]  # fmt: skip
+
+
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
-    group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of the
-    rows' groups and periods; a drop's likely range of them too (`likely`)."""
+    group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of
+    `counted_groups`; a drop's likely range of them too (`likely`). Workflows that dropped
+    together (``parts``) add theirs up, the likely range too (a day's level is all of theirs),
+    and are named most missing first."""
+    parts = [part for row in rows for part in row.get("parts", [row])]
+    _impact(parts, counted)
+    for row in rows:
+        if "parts" in row:
+            row["notifications"] = sum(part["notifications"] for part in row["parts"])
+            row["likely"] = tuple(
+                sum(part["likely"][end] for part in row["parts"]) for end in (0, 1)
+            )
+            row["workflows"] = [part["keys"]["workflow"] for part in row["parts"]]
+
+
+def _impact(rows: list[dict], counted: pd.DataFrame) -> None:
     for n, row in enumerate(rows):
         jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
         per_note = jobs / notes if notes else 1.0

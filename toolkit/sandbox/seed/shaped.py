@@ -187,6 +187,7 @@ def shaped_traffic(
     clocks_back: Any = None,
     vary: bool = False,
     growth: float = 0.0,
+    holidays: Any = (),
 ) -> Traffic:
     """``days`` of activity ending at ``now`` (about ``2,000 * scale`` notifications a day).
 
@@ -214,11 +215,14 @@ def shaped_traffic(
     growth : float
         People's use of the product grows by this share each week (negative: shrinks): 0.1 is
         a tenth more each week, the usual rates reached at ``now``.
+    holidays : sequence of str or date
+        Public holidays (dates, each zone's own): people use the product as on a weekend and
+        the office hours are closed; batches, digests and newsletters go out as usual.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
     return _Draw(
-        seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary, growth
+        seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary, growth, holidays
     ).traffic()
 
 
@@ -237,8 +241,10 @@ class _Draw:
     """One draw of `shaped_traffic` (the attributes are its plan; `traffic` draws it)."""
 
     def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
-                 clocks_back: Any = None, vary: bool = False, growth: float = 0.0):  # fmt: skip
+                 clocks_back: Any = None, vary: bool = False, growth: float = 0.0,
+                 holidays: Any = ()):  # fmt: skip
         self.seed, self.scale, self.incidents, self.growth = seed, scale, incidents, growth
+        self.holidays = pd.DatetimeIndex([pd.Timestamp(day) for day in holidays]).normalize()
         self.shape = Shape.drawn(_rng(seed, "shape")) if vary else Shape()
         back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
@@ -384,6 +390,10 @@ class _Draw:
         summer = self.hours < self.clocks_back + pd.Timedelta(weeks=zone)
         return local + pd.to_timedelta(summer.astype(int), unit="h")
 
+    def _off(self, local: pd.DatetimeIndex) -> np.ndarray:
+        """Whether each local hour is on a weekend or a holiday."""
+        return (local.day_of_week >= 5) | local.normalize().tz_localize(None).isin(self.holidays)
+
     def _audience(self, rng, count: int, mask: np.ndarray) -> np.ndarray:
         members = np.flatnonzero(mask)
         weights = self.sub_weight[members]
@@ -395,7 +405,7 @@ class _Draw:
         first = self.shape.first_zone
         for zone, share in ((0, first), (1, 1 - first)):
             local = self._local(zone)
-            weekly = np.where(local.day_of_week >= 5, self.shape.weekend, 1.0)
+            weekly = np.where(self._off(local), self.shape.weekend, 1.0)
             shape = _diurnal(local.hour + 0.5, self.shape) * weekly
             for name, peak in (("tx", 60), ("login", 25), ("activity", 60), ("reset", 8)):
                 times = self._hourly(rng, shape * peak * share * self.scale)
@@ -404,9 +414,9 @@ class _Draw:
         return _joined(out)
 
     def _office(self, rng: np.random.Generator) -> tuple:
-        """Chat alerts: only in the office hours of the first zone, on weekdays."""
+        """Chat alerts: only in the office hours of the first zone, on working days."""
         local = self._local(0)
-        office = (local.hour >= 9) & (local.hour < 18) & (local.day_of_week < 5)
+        office = (local.hour >= 9) & (local.hour < 18) & ~self._off(local)
         times = self._hourly(rng, np.where(office, 25.0, 0.0) * self.scale)
         who = self._audience(rng, len(times), self.sub_zone == 0)
         return times, who, np.full(len(times), self.workflow["alerts"])
