@@ -9,10 +9,13 @@ store. The last ``--days`` before the clock are then polled every ``--every`` mi
 firing on the incidents still going on. It prints every alert of the quiet sets (target: none),
 every firing alert that is no planted incident (a failover may fire once, as a
 ``traffic_shift``; a spike and a drop of it are two alerts too many), and for each planted
-incident the polls from its start to its first alert; then the totals per kind.
+incident the polls from its start to its first alert; then the totals per kind. ``--holiday
+DAYS``: a public holiday that many days before each clock (a weekday at weekend level, the
+office hours closed); the drops overlapping it are its alerts, printed apart (target: one per
+set).
 
     python benchmarks/accuracy_alerts.py [--seeds 1 2 3] [--clocks ...] [--days 7] [--every 30]
-                                         [--vary]
+                                         [--vary] [--holiday DAYS]
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ def poll(traffic, store, start: pd.Timestamp, end: pd.Timestamp, every: pd.Timed
 
 def alerted(traffic, start: pd.Timestamp, end: pd.Timestamp, every: pd.Timedelta):
     """The first alert of each planted incident (by kind and start) and the firing alerts of
-    none (time, summary), polling ``[start, end]`` with the rest of the traffic in a store."""
+    none (time, summary, row), polling ``[start, end]`` with the rest of the traffic in a
+    store."""
     first: dict[tuple, pd.Timestamp] = {}
     others = []
     with tempfile.TemporaryDirectory() as root:
@@ -59,7 +63,7 @@ def alerted(traffic, start: pd.Timestamp, end: pd.Timestamp, every: pd.Timedelta
                 for hit in hits:
                     first.setdefault(hit, at)
                 if not hits:
-                    others.append((at, alert["summary"]))
+                    others.append((at, alert["summary"], row))
     return first, others
 
 
@@ -69,21 +73,35 @@ def where(incident: dict) -> str:
     )
 
 
-def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool) -> None:
+def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool,
+          holiday: float | None = None) -> None:  # fmt: skip
     fired_after: dict[str, list] = {}  # kind -> polls from the start to the first alert, or None
     other_alerts = {True: 0, False: 0}  # planted sets, quiet sets
+    holiday_alerts = []  # per set
     began = time.perf_counter()
     for seed in seeds:
         for now in clocks:
             end = pd.Timestamp(now)
             start = end - pd.Timedelta(days=days)
             for incidents in (False, True):
-                traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary)
+                day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
+                traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary,
+                                         holidays=[] if day is None else [day.tz_localize(None)])  # fmt: skip
                 label = f"seed {seed} now {now} {'planted' if incidents else 'quiet  '}"
                 first, others = alerted(traffic, start, end, every)
+                if day is not None:  # a drop overlapping the holiday (its local date, any zone)
+                    near = (day - pd.Timedelta(hours=14), day + pd.Timedelta(hours=38))
+                    off = [(at, summary) for at, summary, row in others
+                           if row["kind"] == "volume_drop" and row["started_at"] < near[1]
+                           and row["ended_at"] > near[0]]  # fmt: skip
+                    others = [other for other in others if other[:2] not in off]
+                    holiday_alerts.append(len(off))
+                    print(f"{label}: {len(off)} alerts of the holiday")
+                    for at, summary in off:
+                        print(f"    holiday {at:%a %b %d %H:%M}: {summary}")
                 other_alerts[incidents] += len(others)
                 print(f"{label}: {len(others)} alerts of no planted incident", flush=True)
-                for at, summary in others:
+                for at, summary, _ in others:
                     print(f"    alert {at:%a %b %d %H:%M}: {summary}")
                 for incident in traffic.planted:
                     if incident["optional"] or (incident["hits"] >= start).sum() < MIN_HITS:
@@ -107,6 +125,8 @@ def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool) -> None:
               f"{sum(a <= 2 for a in seen):10}")  # fmt: skip
     print(f"quiet sets: {other_alerts[False]} alerts; planted sets: {other_alerts[True]} alerts of "
           f"no planted incident; {time.perf_counter() - began:.0f} s")  # fmt: skip
+    if holiday is not None:
+        print(f"holiday, alerts per set: {holiday_alerts}")
 
 
 def main() -> None:
@@ -116,8 +136,11 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7, help="days polled before each clock")
     parser.add_argument("--every", type=float, default=30, help="minutes between polls")
     parser.add_argument("--vary", action="store_true", help="draw the traffic's shape too")
+    parser.add_argument("--holiday", type=float, default=None, metavar="DAYS",
+                        help="a public holiday DAYS days before each clock")  # fmt: skip
     args = parser.parse_args()
-    sweep(args.seeds, args.clocks, args.days, pd.Timedelta(minutes=args.every), args.vary)
+    sweep(args.seeds, args.clocks, args.days, pd.Timedelta(minutes=args.every), args.vary,
+          args.holiday)  # fmt: skip
 
 
 if __name__ == "__main__":

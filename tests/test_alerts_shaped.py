@@ -1,7 +1,7 @@
 """Alerts on traffic shaped like a real product's (`toolkit.sandbox.seed.shaped`), polled as a
 Monitor with a store polls: `find_incidents` on its day-long window, the store's weeks before
-it as the baseline. A quiet night and a Monday morning's batch and digest fire nothing; an
-outage fires within two polls. (`benchmarks/accuracy_alerts.py` measures it over weeks.)"""
+it as the baseline. A quiet night and a Monday morning's batch and digest fire nothing; a
+public holiday fires once; an outage fires within two polls. (`benchmarks/accuracy_alerts.py` measures it over weeks.)"""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ HISTORY = pd.Timedelta(days=28)
 EVERY = pd.Timedelta(minutes=30)
 
 
-def polled(traffic, store, start: pd.Timestamp, polls: int) -> list[dict]:
-    """The alerts of ``polls`` polls every `EVERY` from ``start``."""
+def polled(traffic, store, start: pd.Timestamp, polls: int, every=EVERY) -> list[dict]:
+    """The alerts of ``polls`` polls every ``every`` from ``start``."""
     alerts = Alerts()
     for n in range(polls):
-        at = start + n * EVERY
+        at = start + n * every
         found = find_incidents(traffic.window(at - KEEP, at)[0], baseline=store)
         alerts.evaluate(found, at.to_pydatetime())
     return alerts.frame.to_dict("records")
@@ -32,6 +32,19 @@ def test_a_quiet_night_and_a_monday_morning_fire_nothing(tmp_path):
     start = pd.Timestamp("2026-10-25T20:00:00Z")  # Sunday evening to Monday afternoon, UTC
     store = traffic.write_store(tmp_path / "store", start - KEEP - HISTORY, start - KEEP)
     assert polled(traffic, store, start, 37) == []
+
+
+def test_a_public_holiday_fires_one_alert(tmp_path):
+    # every workflow people trigger sends less, the office's chat none: one cause, one alert
+    now, holiday = pd.Timestamp("2026-11-01T12:00:00Z"), pd.Timestamp("2026-10-28")
+    traffic = shaped_traffic(1, now, incidents=False, holidays=[holiday])
+    start = pd.Timestamp("2026-10-27T18:00:00Z")
+    store = traffic.write_store(tmp_path / "store", start - KEEP - HISTORY, start - KEEP)
+    alerts = polled(traffic, store, start, 36, pd.Timedelta(hours=1))  # to Oct 29 05:00 UTC
+    # the office's silence is seen first; the workflows that join it later are the same alert
+    assert [(a["state"], a["kind"], a["channel"]) for a in alerts] == [
+        ("firing", "volume_drop", None)
+    ], alerts
 
 
 def test_an_outage_fires_within_two_polls(tmp_path):

@@ -3,7 +3,8 @@
 `Alerts.evaluate` takes the frame of `toolkit.find_incidents` (one evaluation, e.g. a Monitor's
 poll). An incident is identified by ``(channel, provider_id, domain)``, and a workflow's own
 row (none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind,
-which the detector may name differently as an incident goes on): it fires the first
+which the detector may name differently as an incident goes on; workflows that dropped
+together, one of them already firing, by that one): it fires the first
 time it is found ongoing, and resolves once it has not been found ongoing at ``resolve_after``
 evaluations in a row (hysteresis: one quiet evaluation does not end it, so it does not flap).
 Each alert is passed to ``on_alert`` and, with a ``webhook_url``, POSTed as JSON with a
@@ -97,7 +98,7 @@ class Alerts:
         ongoing = incidents[incidents["ongoing"].fillna(False).astype(bool)]
         seen = set()
         for record in ongoing.to_dict("records"):
-            record["workflow"] = _own_workflow(record)
+            record["workflow"] = self._workflow(record)
             key = (*(_plain(record[c]) for c in _PLACE), record["workflow"])
             seen.add(key)
             self._quiet[key] = 0
@@ -119,6 +120,15 @@ class Alerts:
         """Send what is queued for the webhook within ``timeout`` seconds, then stop its thread
         (see `Webhook.close`); whether everything queued was delivered or given up in time."""
         return True if self.webhook is None else self.webhook.close(timeout)
+
+    def _workflow(self, record: dict[str, Any]) -> str | None:
+        """The workflow a workflow's own row is identified by: one of its workflows already
+        firing (workflows that dropped together, one of them first seen alone, are one
+        alert), else its first (`_own_workflow`)."""
+        own = _own_workflow(record)
+        named = {str(workflow) for workflow in record["workflows"]} if own is not None else set()
+        firing = [key[-1] for key in self._firing if key[:-1] == (None,) * len(_PLACE)]
+        return next((workflow for workflow in firing if workflow in named), own)
 
     def _alert(self, state: str, record: dict[str, Any], at: datetime) -> dict[str, Any]:
         """An alert of ``record``; a resolved one says when it resolved, not that it goes on."""

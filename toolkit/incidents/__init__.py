@@ -83,11 +83,14 @@ baseline of counts has no occasions: silences keep the counts' law. Rows of one 
 time whose missing (extra) jobs are mostly another's are one: the group that departs most (a
 workflow that stopped, not every channel it sends on); but a provider's row is its channel's
 when, over that row's hours, the channel's other providers' jobs are likelier at the provider's
-ratio of jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`). A
-provider's spike while another provider of its channel sends about as much less is one
-``traffic_shift`` row naming both (a failover), compared over the hours after the one the
-traffic moved in (that hour holds both providers' jobs): a Monitor sees the failover as one
-shift from its first whole hour on, not as a spike, then a drop. With too little history,
+ratio of jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`).
+Workflows that drop at overlapping times are one row naming them, most missing first (a public
+holiday, the app that triggers them down: one cause), its impact and likely range their sums; a
+channel or provider that drops at the same time, no further than they do, is part of it
+(`volume.together`). A provider's spike while another provider of its channel sends about as
+much less is one ``traffic_shift`` row naming both (a failover), compared over the hours after
+the one the traffic moved in (that hour holds both providers' jobs): a Monitor sees the failover
+as one shift from its first whole hour on, not as a spike, then a drop. With too little history,
 volume is compared as before, as each (channel, provider)'s and channel's share of the
 notifications against the rest of the window (``volume_drop`` only), and ``attrs["baseline"]``
 and the rows' summary say so; but only when those shares are seen not to follow the hour of the
@@ -98,15 +101,14 @@ and asks for ``baseline=``. A store's days without files are gaps (the window's 
 counted nor expected): the history's weeks touching them are left out (fewer than three whole
 weeks left: the fallback; so is a window under two weeks read alone). A baseline sharing no
 (channel, provider, workflow) with the activity, or an Activity of other environments, is a
-`ParameterError`.
-``notifications`` of a volume row: the missing (extra, moved) jobs over the group's jobs per
-notification; its expected jobs are at the level of its day (a whole day runs busier or quieter
-than the season's usual one): scaled by the group's jobs over its expected jobs in the 24 hours
-either side, weighed by how much its days vary against how uncertain that ratio is
-(`volume._level`). A channel or provider whose workflows keep triggering (a channel failing, not
-a workflow stopping) is also measured against what those workflows sent at the time on their
-other channels, times their usual jobs here per job there; the two estimates are weighed by
-their variances, how closely the channel follows the others measured on the history
+`ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
+group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
+busier or quieter than the season's usual one): scaled by the group's jobs over its expected
+jobs in the 24 hours either side, weighed by how much its days vary against how uncertain that
+ratio is (`volume._level`). A channel or provider whose workflows keep triggering (a channel
+failing, not a workflow stopping) is also measured against what those workflows sent at the time
+on their other channels, times their usual jobs here per job there; the two estimates are
+weighed by their variances, how closely the channel follows the others measured on the history
 (`volume.expected_jobs`): an hour far busier or quieter than usual is then counted as it was.
 
 Failures

@@ -44,9 +44,6 @@ LIKELY = 1.96
 ORDER = {"workflow": 0, "channel": 1, "provider": 2}
 #: Hours between two periods of one group and direction that are still one departure.
 GAP = 12
-#: Share of the shorter of two workflows' drops that the other overlaps when they are one
-#: cause (`together`).
-TOGETHER = 0.5
 #: A spike is a shift when another provider of its channel misses at least this share of it.
 SHIFT_SHARE = 0.5
 #: The most a schedule moved by an hour misses (sends too many), in its busiest expected hours:
@@ -481,7 +478,7 @@ def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
     """Whether ``row``, a channel or provider, sent less (more) because a workflow it carries
     stopped (ran away): part of a workflow row's cause, not the other way round; it is then
     the workflow's row, whichever came first. Or it dropped while workflows dropped together
-    (`together`), overlapping them as they overlap each other and sending no smaller a share
+    (`together`), overlapping them in time and sending no smaller a share
     of its expected jobs than they did: what lowered them all lowered it."""
     return row["level"] != "workflow" and any(
         other["level"] == "workflow" and (
@@ -494,8 +491,8 @@ def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
 def together(season: Season, rows: list[dict]) -> list[dict]:
     """Workflows that dropped at the same time are one row: a cause upstream of them all (a
     public holiday, the app that triggers them down), not a row each. Drops of workflows each
-    overlapping another by at least `TOGETHER` of the shorter one become a row of all their
-    cells and periods, its ``parts`` theirs (`impact` sums them)."""
+    overlapping another in time become a row of all their cells and periods, its ``parts``
+    theirs (`impact` sums them)."""
     groups: list[list[dict]] = []
     for row in rows:
         if row["level"] != "workflow" or row["kind"] != "volume_drop":
@@ -508,13 +505,9 @@ def together(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def _overlaps(row: dict, other: dict) -> bool:
-    """Whether ``row`` and ``other``, a workflow's, are drops overlapping by `TOGETHER` of the
-    shorter one."""
-    if other["level"] != "workflow" or other["kind"] != row["kind"]:
-        return False
-    both = min(row["stop"], other["stop"]) - max(row["first"], other["first"])
-    shorter = min(row["stop"] - row["first"], other["stop"] - other["first"])
-    return both >= TOGETHER * shorter
+    """Whether ``row`` and ``other``, a workflow's, are drops overlapping in time."""
+    return (other["level"] == "workflow" and other["kind"] == row["kind"]
+            and max(row["first"], other["first"]) < min(row["stop"], other["stop"]))  # fmt: skip
 
 
 def _joined_workflows(season: Season, parts: list[dict]) -> dict:
