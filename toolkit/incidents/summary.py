@@ -168,14 +168,34 @@ def _name(provider: str | None) -> str:
 def _group(row: dict, provider: str, channel: str) -> str:
     """How a volume row's group is written: a workflow, a channel, or a provider's channel."""
     keys = row["keys"]
+    if "parts" in row:  # drops at the same time (`toolkit.incidents.volume.together`)
+        return _parts(row["parts"])
     if "workflow" in keys:
         return f"Workflow {keys['workflow']}"
-    if not keys:  # workflows that departed together (`toolkit.incidents.volume.together`)
-        *most, last = row["workflows"]
-        return f"Workflows {', '.join(most)} and {last}"
     if "provider_id" in keys:
         return f"{provider} {channel}"
     return f"The {channel} channel"
+
+
+def _parts(parts: list[dict]) -> str:
+    """The groups of drops at the same time: "Workflows a and b, with the email channel and FCM
+    push"."""
+    flows = [part["keys"]["workflow"] for part in parts if "workflow" in part["keys"]]
+    named = []
+    for part in parts:
+        if "workflow" not in part["keys"]:
+            channel, provider = part["keys"]["channel"], part["keys"].get("provider_id")
+            name = _group(part, _name(provider), channel_name(channel) if channel else "")
+            named.append(name.replace("The ", "the ", 1) if named or flows else name)
+    if not flows:
+        return _listed(named)
+    workflows = f"Workflow{'s' * (len(flows) > 1)} {_listed(flows)}"
+    return f"{workflows}, with {_listed(named)}," if named else workflows
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _sentence(record: dict[str, Any], row: dict) -> str:

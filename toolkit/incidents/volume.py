@@ -469,57 +469,64 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     kept = [row for row in kept if not _carried(season, row, kept)]
     kept = [row for row in kept if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
-    kept = together(season, [row for row in kept
-                             if row["kind"] != "volume_spike" or _beyond_history(season, row)])  # fmt: skip
-    return [row for row in kept if not _carried(season, row, kept)]  # workflows' joined cause
+    kept = together([row for row in kept
+                     if row["kind"] != "volume_spike" or _beyond_history(season, row)])  # fmt: skip
+    return [row for row in kept if not _carried(season, row, kept)]  # drops at the same time
 
 
 def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
     """Whether ``row``, a channel or provider, sent less (more) because a workflow it carries
     stopped (ran away): part of a workflow row's cause, not the other way round; it is then
-    the workflow's row, whichever came first. Or it dropped while workflows dropped together
-    (`together`), overlapping them in time and sending no smaller a share
-    of its expected jobs than they did: what lowered them all lowered it."""
-    return row["level"] != "workflow" and any(
-        other["level"] == "workflow" and (
-            _same_cause(season, row, other) and not _same_cause(season, other, row)
-            or "parts" in other and _overlaps(row, other)
-            and row["events"] * other["expected"] >= other["events"] * row["expected"])
+    the workflow's row, whichever came first. Or it dropped while other groups dropped together
+    (`together`) and could not join them (it shares cells with them), overlapping them in time
+    and sending no smaller a share of its expected jobs than they did: what lowered them all
+    lowered it."""
+    return row["level"] != "workflow" and "parts" not in row and any(
+        other["level"] == "workflow" and _same_cause(season, row, other)
+        and not _same_cause(season, other, row)
+        or "parts" in other and _overlaps(row, other)
+        and row["events"] * other["expected"] >= other["events"] * row["expected"]
         for other in rows)  # fmt: skip
 
 
-def together(season: Season, rows: list[dict]) -> list[dict]:
-    """Workflows that dropped at the same time are one row: a cause upstream of them all (a
-    public holiday, the app that triggers them down), not a row each. Drops of workflows each
-    overlapping another in time become a row of all their cells and periods, its ``parts``
-    theirs (`impact` sums them)."""
+def together(rows: list[dict]) -> list[dict]:
+    """Drops at the same time are one row: a cause upstream of them all (a public holiday, the
+    app that triggers them down), not a row per workflow, channel or provider it lowered. Drops
+    each overlapping another in time become one row of all their cells and periods, its
+    ``parts`` theirs (`impact` sums them): the workflows' first, then each channel or provider
+    that shares no cell with them (a channel that does is part of them or its own row:
+    `_carried`)."""
+    order = {id(row): n for n, row in enumerate(rows)}
     groups: list[list[dict]] = []
-    for row in rows:
-        if row["level"] != "workflow" or row["kind"] != "volume_drop":
+    for row in sorted(rows, key=lambda row: row["level"] != "workflow"):
+        near = [group for group in groups if any(_overlaps(row, other) for other in group)]
+        joined = [row, *(other for group in near for other in group)]
+        cells = [part["cells"] for part in joined]
+        if not near or len(np.unique(np.concatenate(cells))) < sum(map(len, cells)):
             groups.append([row])
             continue
-        near = [group for group in groups if any(_overlaps(row, other) for other in group)]
         groups = [group for group in groups if all(group is not one for one in near)]
-        groups.append([row, *(other for group in near for other in group)])
-    return [group[0] if len(group) == 1 else _joined_workflows(season, group) for group in groups]
+        groups.append(joined)
+    groups.sort(key=lambda group: min(order[id(row)] for row in group))
+    return [group[0] if len(group) == 1 else _one_row(group) for group in groups]
 
 
 def _overlaps(row: dict, other: dict) -> bool:
-    """Whether ``row`` and ``other``, a workflow's, are drops overlapping in time."""
-    return (other["level"] == "workflow" and other["kind"] == row["kind"]
+    """Whether ``row`` and ``other`` are drops overlapping in time."""
+    return (row["kind"] == other["kind"] == "volume_drop"
             and max(row["first"], other["first"]) < min(row["stop"], other["stop"]))  # fmt: skip
 
 
-def _joined_workflows(season: Season, parts: list[dict]) -> dict:
-    """The one row of workflows that dropped together (`together`)."""
-    parts = sorted(parts, key=lambda part: part["events"] - part["expected"])  # most missing
+def _one_row(parts: list[dict]) -> dict:
+    """The one row of drops at the same time (`together`), its parts most missing first."""
+    parts = sorted(parts, key=lambda part: part["events"] - part["expected"])
     first, stop = min(part["first"] for part in parts), max(part["stop"] for part in parts)
     events, expected = (
         sum(part["events"] for part in parts),
         sum(part["expected"] for part in parts),
     )
-    return {**parts[0], "keys": {}, "parts": parts, "first": first, "stop": stop,
-            "cells": np.unique(np.concatenate([part["cells"] for part in parts])),
+    return {**parts[0], "level": "traffic", "keys": {}, "parts": parts, "first": first,
+            "stop": stop, "cells": np.unique(np.concatenate([part["cells"] for part in parts])),
             "start": min(part["start"] for part in parts), "end": max(part["end"] for part in parts),
             "jobs": events, "events": events, "expected": expected,
             "rate": events / expected if expected else np.inf,
@@ -749,9 +756,9 @@ def counted_groups(rows: list[dict]) -> list[tuple]:
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
     group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of
-    `counted_groups`; a drop's likely range of them too (`likely`). Workflows that dropped
-    together (``parts``) add theirs up, the likely range too (a day's level is all of theirs),
-    and are named most missing first."""
+    `counted_groups`; a drop's likely range of them too (`likely`). Drops at the same time
+    (``parts``, `together`) add theirs up, the likely range too (a day's level is all of
+    theirs), their workflows named part by part, most missing first."""
     parts = [part for row in rows for part in row.get("parts", [row])]
     _impact(parts, counted)
     for row in rows:
@@ -760,7 +767,9 @@ def impact(rows: list[dict], counted: pd.DataFrame) -> None:
             row["likely"] = tuple(
                 sum(part["likely"][end] for part in row["parts"]) for end in (0, 1)
             )
-            row["workflows"] = [part["keys"]["workflow"] for part in row["parts"]]
+            row["workflows"] = list(
+                dict.fromkeys(flow for part in row["parts"] for flow in part["workflows"])
+            )
 
 
 def _impact(rows: list[dict], counted: pd.DataFrame) -> None:
