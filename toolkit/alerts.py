@@ -1,15 +1,15 @@
 """Alerts: incidents found at each evaluation become one ``firing`` and one ``resolved`` alert.
 
 `Alerts.evaluate` takes the frame of `toolkit.find_incidents` (one evaluation, e.g. a Monitor's
-poll). An incident is identified by ``(channel, provider_id, domain)``, and a workflow's own
-row (none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind,
-which the detector may name differently as an incident goes on; workflows that dropped
-together, one of them already firing, by that one): it fires the first
-time it is found ongoing, and resolves once it has not been found ongoing at ``resolve_after``
-evaluations in a row (hysteresis: one quiet evaluation does not end it, so it does not flap).
-Each alert is passed to ``on_alert`` and, with a ``webhook_url``, POSTed as JSON with a
-Slack-compatible ``text`` from a background thread (retried; never blocking the caller; the URL
-is never shown; a failure is reported once through ``on_error``).
+poll). An incident is identified by ``(channel, provider_id, domain)``, and a workflow's own row
+(none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind, which
+the detector may name differently as an incident goes on; a row naming a workflow that a firing
+alert of its kind named is that alert: drops at the same time are one row whose groups show one
+by one): it fires the first time it is found ongoing, and resolves once it has not been found
+ongoing at ``resolve_after`` evaluations in a row (hysteresis: one quiet evaluation does not end
+it, so it does not flap). Each alert is passed to ``on_alert`` and, with a ``webhook_url``,
+POSTed as JSON with a Slack-compatible ``text`` from a background thread (retried; never
+blocking the caller; the URL is never shown; a failure is reported once through ``on_error``).
 
 >>> alerts = Alerts(on_alert=print)
 >>> alerts.evaluate(toolkit.find_incidents(activity), at=now)
@@ -74,6 +74,7 @@ class Alerts:
         self._firing: dict[tuple, dict[str, Any]] = {}
         self._quiet: dict[tuple, int] = {}
         self._last: dict[tuple, dict[str, Any]] = {}  # each firing incident as last found
+        self._named: dict[tuple, set[str]] = {}  # the workflows each firing row of them named
         self._rows: list[dict[str, Any]] = []
 
     @property
@@ -103,6 +104,8 @@ class Alerts:
             seen.add(key)
             self._quiet[key] = 0
             self._last[key] = record
+            if record["workflow"] is not None:
+                self._named.setdefault(key, set()).update(map(str, record["workflows"]))
             if key not in self._firing:
                 self._firing[key] = self._alert("firing", record, at)
                 raised.append(self._firing[key])
@@ -110,6 +113,7 @@ class Alerts:
             self._quiet[key] += 1
             if self._quiet[key] >= self.resolve_after:
                 del self._firing[key], self._quiet[key]
+                self._named.pop(key, None)
                 raised.append(self._alert("resolved", self._last.pop(key), at))
         for alert in raised:
             self._rows.append(alert)
@@ -122,13 +126,17 @@ class Alerts:
         return True if self.webhook is None else self.webhook.close(timeout)
 
     def _workflow(self, record: dict[str, Any]) -> str | None:
-        """The workflow a workflow's own row is identified by: one of its workflows already
-        firing (workflows that dropped together, one of them first seen alone, are one
-        alert), else its first (`_own_workflow`)."""
+        """The workflow a workflow's own row is identified by: that of a firing alert of its
+        kind whose rows named one of its workflows (drops at the same time are one row, its
+        groups seen one by one as the evidence grows: one alert), else its first
+        (`_own_workflow`)."""
         own = _own_workflow(record)
-        named = {str(workflow) for workflow in record["workflows"]} if own is not None else set()
-        firing = [key[-1] for key in self._firing if key[:-1] == (None,) * len(_PLACE)]
-        return next((workflow for workflow in firing if workflow in named), own)
+        if own is None:
+            return None
+        named = {str(workflow) for workflow in record["workflows"]}
+        return next((key[-1] for key in self._firing if key[-1] is not None
+                     and self._last[key]["kind"] == record["kind"]
+                     and self._named.get(key, set()) & named), own)  # fmt: skip
 
     def _alert(self, state: str, record: dict[str, Any], at: datetime) -> dict[str, Any]:
         """An alert of ``record``; a resolved one says when it resolved, not that it goes on."""

@@ -7,17 +7,19 @@ the other's cells; the group that departs the most (the largest share of its exp
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
 on, a silent channel rather than each of its providers; a channel's or provider's row that is
 part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
-sent less because a workflow it carries stopped). A spike of one provider of a channel while
-another provider of it sends at least half as much less than expected (over the hours after the
-one the traffic moved in) is one ``traffic_shift`` row (a failover), never a drop and a spike. A
-spike is kept only when it departs more than its group did in each week of the season's history
-(`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its group
-made (`triggered`). A row of its group's usual traffic an hour off (summer time's end) is none
-(`an_hour_off`). A row's expected jobs are at its day's level (`_level`) and, for a channel or
-provider whose workflows keep triggering, weighed with what their other channels sent at the
-time (`expected_jobs`); a row that then no longer misses (has extra) the fewest jobs a row needs
-is none (`departs`). A season of two weeks read alone keeps only the rows of the week that
-departs (`confirmed`).
+sent less because a workflow it carries stopped). Drops that overlap in time are then one row of
+them all, its impact theirs summed (`together`: a public holiday, the app that triggers the
+workflows down), a channel or provider that shares cells with them and drops no further theirs
+too. A spike of one provider of a channel while another provider of it sends at least half as
+much less than expected (over the hours after the one the traffic moved in) is one
+``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it
+departs more than its group did in each week of the season's history (`_beyond_history`) and is
+a spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A row
+of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A row's
+expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
+row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
+season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
 """
 
 from __future__ import annotations
@@ -748,7 +750,7 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
 
 def counted_groups(rows: list[dict]) -> list[tuple]:
     """The groups and periods whose `toolkit.counts.group_counts` `impact` reads: each row's,
-    each of its ``parts``' for workflows that dropped together."""
+    each of its ``parts``' for drops at the same time (`together`)."""
     return [(part["keys"], part["start"], part["end"])
             for row in rows for part in row.get("parts", [row])]  # fmt: skip
 
@@ -773,6 +775,7 @@ def impact(rows: list[dict], counted: pd.DataFrame) -> None:
 
 
 def _impact(rows: list[dict], counted: pd.DataFrame) -> None:
+    """`impact` of rows without parts, the ``n``-th from ``counted``'s columns ending ``_n``."""
     for n, row in enumerate(rows):
         jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
         per_note = jobs / notes if notes else 1.0
