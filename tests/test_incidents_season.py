@@ -15,6 +15,7 @@ from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import shaped_traffic
+from toolkit.words import provider_name
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
 HISTORY = pd.Timedelta(days=28)
@@ -84,6 +85,11 @@ def test_a_public_holiday_is_one_row_naming_the_workflows_it_quietened(days):
     assert row["ended_at"] > holiday.tz_localize("UTC")
     assert row["summary"].startswith(f"Workflows {row['workflows'][0]}, ")
     assert row["notifications_low"] < row["notifications"] < row["notifications_high"]
+    if days == 7:  # a push provider's drop that day, of workflows with no row: one of them
+        assert (
+            len(row["providers"]) == 1
+            and f"with {provider_name(row['providers'][0])} push" in row["summary"]
+        )
 
 
 def test_a_failover_is_one_traffic_shift_naming_both_providers(week):

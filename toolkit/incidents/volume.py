@@ -533,7 +533,9 @@ def _one_row(parts: list[dict]) -> dict:
             "jobs": events, "events": events, "expected": expected,
             "rate": events / expected if expected else np.inf,
             "p_value": min(part["p_value"] for part in parts),
-            "ongoing": any(part["ongoing"] for part in parts)}  # fmt: skip
+            "ongoing": any(part["ongoing"] for part in parts),
+            "providers": [part["keys"]["provider_id"] for part in parts
+                          if "provider_id" in part["keys"]]}  # fmt: skip
 
 
 def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool:
