@@ -136,7 +136,7 @@ class Alerts:
         named = {str(workflow) for workflow in record["workflows"]}
         return next((key[-1] for key in self._firing if key[-1] is not None
                      and self._last[key]["kind"] == record["kind"]
-                     and self._named.get(key, set()) & named), own)  # fmt: skip
+                     and self._named[key] & named), own)  # fmt: skip
 
     def _alert(self, state: str, record: dict[str, Any], at: datetime) -> dict[str, Any]:
         """An alert of ``record``; a resolved one says when it resolved, not that it goes on."""

@@ -244,7 +244,10 @@ class _Draw:
                  clocks_back: Any = None, vary: bool = False, growth: float = 0.0,
                  holidays: Any = ()):  # fmt: skip
         self.seed, self.scale, self.incidents, self.growth = seed, scale, incidents, growth
-        self.holidays = pd.DatetimeIndex([pd.Timestamp(day) for day in holidays]).normalize()
+        # dates: a time or a zone on one says nothing more (each zone's own date is its day)
+        self.holidays = pd.DatetimeIndex(
+            [pd.Timestamp(pd.Timestamp(day).date()) for day in holidays]
+        )
         self.shape = Shape.drawn(_rng(seed, "shape")) if vary else Shape()
         back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
