@@ -25,7 +25,7 @@ import tempfile
 import time
 
 import pandas as pd
-from accuracy_incidents import CLOCKS, MIN_HITS, shaped_matches
+from accuracy_incidents import CLOCKS, MIN_HITS, of_holiday, shaped_matches
 
 from toolkit.alerts import Alerts
 from toolkit.incidents import find_incidents
@@ -86,14 +86,11 @@ def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool,
             for incidents in (False, True):
                 day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
                 traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary,
-                                         holidays=[] if day is None else [day.tz_localize(None)])  # fmt: skip
+                                         holidays=[] if day is None else [day])  # fmt: skip
                 label = f"seed {seed} now {now} {'planted' if incidents else 'quiet  '}"
                 first, others = alerted(traffic, start, end, every)
-                if day is not None:  # a drop overlapping the holiday (its local date, any zone)
-                    near = (day - pd.Timedelta(hours=14), day + pd.Timedelta(hours=38))
-                    off = [(at, summary) for at, summary, row in others
-                           if row["kind"] == "volume_drop" and row["started_at"] < near[1]
-                           and row["ended_at"] > near[0]]  # fmt: skip
+                if day is not None:
+                    off = [(at, summary) for at, summary, row in others if of_holiday(row, day)]
                     others = [other for other in others if other[:2] not in off]
                     holiday_alerts.append(len(off))
                     print(f"{label}: {len(off)} alerts of the holiday")

@@ -163,6 +163,17 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
+def of_holiday(row: pd.Series, day: pd.Timestamp) -> bool:
+    """Whether ``row`` is a drop of no channel overlapping the holiday ``day`` (midnight UTC of
+    its date), in any zone's local time (UTC-14 to UTC+14)."""
+    return bool(
+        row["kind"] == "volume_drop"
+        and pd.isna(row["channel"])
+        and row["started_at"] < day + pd.Timedelta(hours=38)
+        and row["ended_at"] > day - pd.Timedelta(hours=14)
+    )
+
+
 def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
                  clocks_back: float | None = None, vary: bool = False,
                  growth: float = 0.0, holiday: float | None = None) -> None:  # fmt: skip
@@ -188,7 +199,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                 day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
                 traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
                                          clocks_back=back, vary=vary, growth=growth,
-                                         holidays=[] if day is None else [day.tz_localize(None)])  # fmt: skip
+                                         holidays=[] if day is None else [day])  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -197,12 +208,9 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                     began = time.perf_counter()
                     rows = find_incidents(activity, baseline=baseline)
                     took.append(time.perf_counter() - began)
-                    off = set()  # the holiday's rows (a drop of no channel overlapping it)
+                    off = set()  # the holiday's rows
                     if day is not None and after < day + pd.Timedelta(days=1):
-                        near = (day - pd.Timedelta(hours=14), day + pd.Timedelta(hours=38))
-                        off = {i for i, row in rows.iterrows() if row["kind"] == "volume_drop"
-                               and pd.isna(row["channel"]) and row["started_at"] < near[1]
-                               and row["ended_at"] > near[0]}  # fmt: skip
+                        off = {i for i, row in rows.iterrows() if of_holiday(row, day)}
                         holiday_rows[days].append(len(off))
                     label = (
                         f"seed {seed} now {now} {days:2}d {'planted' if incidents else 'quiet  '}"
