@@ -85,6 +85,13 @@ class Season:
     own: int | None = None  # the window's hour where ``reference`` begins, when it is its own
     confirm: bool = False  # two weeks, each the other's history: rows need the other days too
 
+    @property
+    def seen(self) -> int:
+        """The hours up to the last one wholly inside the window: a departure that runs to it
+        is still going on as far as the counts can tell (a partial last hour has no count)."""
+        inside = np.flatnonzero(self.inside)
+        return int(inside[-1]) + 1 if inside.size else 0
+
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
         their variance (groups x hours, and the `day_spread` of each), and their cells.

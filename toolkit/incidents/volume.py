@@ -285,7 +285,7 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "rate": observed / expected if expected else np.inf,
         "base_rate": 1.0,
         "p_value": min(1.0, pick.p_value * tests),
-        "ongoing": pick.stop == len(season.hours),
+        "ongoing": pick.stop >= season.seen,
         "affected": np.zeros(0, dtype=int),
         "share": core,
     }
@@ -544,9 +544,9 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     at least half of what it misses (sends too many) is too many (missing) in the hours either
     side, and no more than an hour's shift can move (`MOVED` times its busiest expected hour,
     those beside included: a backlog sent after a long stop is no schedule moved), or,
-    against the expected counts an hour off, its hours and one either side depart in no run
-    (a count scan of them, ``rule`` both ways, at ``alpha`` over its own tests: all its sends
-    moved, people's rhythm too). A group that stopped or ran away departs from its
+    against the expected counts an hour off, its hours and one either side with a count there
+    (up to `Season.seen`) depart in no run (a count scan of them, ``rule`` both ways, at
+    ``alpha`` over its own tests: all its sends moved, people's rhythm too). A group that stopped or ran away departs from its
     traffic at any hour."""
     observed = season.observed[row["cells"]].sum(0)
     expected = season.expected[row["cells"]].sum(0)
@@ -558,8 +558,11 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     most = expected[max(row["first"] - 1, 0) : row["stop"] + 1].max()  # beside included
     if np.maximum(-gap[beside], 0).sum() >= 0.5 * missing and missing <= MOVED * most:
         return True
-    first, stop = max(row["first"] - 1, 1), min(row["stop"] + 1, len(observed) - 1)
     for late in (1, -1):  # the usual traffic an hour later, an hour earlier
+        # the hours with a count whose hour off has one too: the last of a row still going on
+        # is compared with the hour before it (an hour later), not dropped
+        first = max(row["first"] - 1, max(late, 0))
+        stop = min(row["stop"] + 1, season.seen + min(late, 0))
         hours = slice(first - late, stop - late)
         counts = observed[None, first:stop], expected[None, hours]
         variance = (hourly[None, hours], np.array([spread]))
