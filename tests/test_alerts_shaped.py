@@ -60,6 +60,21 @@ def test_an_outage_fires_within_two_polls(tmp_path):
     assert outage["start"] < mine[0]["at"] <= outage["start"] + 2 * EVERY
 
 
+def test_a_workflow_that_stops_fires_on_polls_off_the_hour(tmp_path):
+    # a Monitor started at 17:45 polls at a quarter past and a quarter to: the last hour of
+    # its window is partial, and the drop running to the hour before it is still going on
+    now = pd.Timestamp("2026-07-04T18:45:00Z")
+    traffic = shaped_traffic(1, now)
+    stop = next(i for i in traffic.planted if i["kind"] == "volume_drop" and i["workflow"])
+    start = stop["start"].ceil("15min")
+    assert start.minute in (15, 45)
+    store = traffic.write_store(tmp_path / "store", start - KEEP - HISTORY, start - KEEP)
+    alerts = polled(traffic, store, start, 8)
+    mine = [a for a in alerts if a["workflow"] == stop["workflow"]]
+    assert [(a["state"], a["kind"]) for a in mine] == [("firing", "volume_drop")], alerts
+    assert stop["start"] < mine[0]["at"] < stop["end"]
+
+
 def test_each_workflow_s_own_row_is_its_own_alert():
     # seed 3: a campaign's workflow sends ten times its usual (a spike, no channel or provider
     # of its own), and two days later, while its alert still fires, another workflow stops
