@@ -21,6 +21,7 @@ from toolkit.incidents import rates, season, tables, volume
 from toolkit.incidents.scan import (
     PSEUDO_EVENTS,
     PSEUDO_TRIALS,
+    STILL_GOING,
     Evidence,
     Pick,
     Scan,
@@ -47,9 +48,6 @@ CREDENTIAL_WORDS = re.compile(
 #: also the share of a provider's failures one domain must have to be that domain's bounces,
 #: and the share of an outage's failed jobs that the service retried.
 MOST = 0.5
-#: Greatest chance, under the incident's own rate, that the jobs after its last event show
-#: none; above it the incident may still be going on (``ongoing``).
-STILL_GOING = 0.01
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4
 #: The scans each kind needs.

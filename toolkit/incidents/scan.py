@@ -30,6 +30,10 @@ from scipy.special import betainc, gammainc, gammaincc
 PSEUDO_EVENTS, PSEUDO_TRIALS = 0.5, 1.0
 #: Cells of the all-periods arrays computed at once (groups x periods: bounds their memory).
 CHUNK_CELLS = 250_000
+#: Greatest chance, under the incident's own rate, of what its group sent after it (failures:
+#: no event in the jobs after its last); above it the incident may still be going on
+#: (``ongoing``).
+STILL_GOING = 0.01
 #: The longest run of buckets a count scan examines at once (a longer departure is found as
 #: adjacent runs, joined).
 LONGEST = 72

@@ -32,6 +32,7 @@ import pandas as pd
 
 from toolkit.incidents.scan import (
     LEAST,
+    STILL_GOING,
     CountScan,
     Evidence,
     _runs,
@@ -267,6 +268,7 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
     period = slice(pick.first, pick.stop)
+    ongoing = still_going(observed, expected, spread, pick.first, pick.stop, season.seen) if low else pick.stop >= season.seen  # fmt: skip
     observed, expected = int(observed[period].sum()), float(expected[period].sum())
     return {
         "scan": f"count:{level}",
@@ -285,10 +287,24 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "rate": observed / expected if expected else np.inf,
         "base_rate": 1.0,
         "p_value": min(1.0, pick.p_value * tests),
-        "ongoing": pick.stop >= season.seen,
+        "ongoing": ongoing,
         "affected": np.zeros(0, dtype=int),
         "share": core,
     }
+
+
+def still_going(observed, expected, spread: tuple, first: int, stop: int, seen: int) -> bool:
+    """Whether a drop of hours ``[first, stop)`` may still be going on: what its group sent in
+    the hours after it, to the last with a count (``seen``), had a chance above `STILL_GOING`
+    at the drop's own share of the expected jobs (negative binomial, the group's ``spread``).
+    Hours when little is expected (a night, an office closed) cannot show that it stopped."""
+    rate = observed[first:stop].sum() / max(expected[first:stop].sum(), 1e-12)
+    after = expected[stop:seen].sum()
+    if after <= 0:
+        return True
+    mean = max(rate * after, 1e-9)
+    phi = max(1.0, spread[0][stop:seen].sum() / after + spread[1] * mean)  # as its hours vary
+    return count_p_value(float(observed[stop:seen].sum()), mean, phi, low=False) > STILL_GOING
 
 
 def departs(row: dict, rule: Evidence) -> bool:
@@ -591,7 +607,8 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
             weights = np.array([last["expected"], row["expected"]])
             share = float(np.average([last["share"], row["share"]], weights=weights)) if weights.sum() else max(last["share"], row["share"])  # fmt: skip
             last.update(stop=stop, end=max(last["end"], row["end"]), events=observed,
-                        jobs=observed, expected=expected, ongoing=last["ongoing"] or row["ongoing"],
+                        jobs=observed, expected=expected,
+                        ongoing=(row if row["stop"] >= last["stop"] else last)["ongoing"],
                         p_value=min(last["p_value"], row["p_value"]), share=share)  # fmt: skip
         else:
             out.append(row)
