@@ -14,7 +14,7 @@ from toolkit import delivery_counts, metrics, open_store
 from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import find_incidents, scan, season
-from toolkit.sandbox.seed.shaped import shaped_traffic
+from toolkit.sandbox.seed.shaped import Traffic, shaped_traffic
 from toolkit.words import provider_name
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -90,6 +90,32 @@ def test_a_public_holiday_is_one_row_naming_the_workflows_it_quietened(days):
             len(row["providers"]) == 1
             and f"with {provider_name(row['providers'][0])} push" in row["summary"]
         )
+
+
+def test_a_drop_is_ongoing_until_the_hours_after_it_show_its_group_sending_again():
+    # the office's chat workflow sends nothing from 13:00 UTC on a Thursday to the end of the
+    # day: at 23:00 the office has been closed since 18:00, and nothing expected since can
+    # show that it is back; the next day's office hours do
+    traffic = shaped_traffic(1, NOW, incidents=False)
+    notes, jobs = traffic.notifications, traffic.jobs
+    office = notes["notification_id"].isin(jobs.loc[jobs["type"].eq("chat"), "notification_id"])
+    workflow = notes.loc[office, "workflow_identifier"].iloc[0]
+    stopped = notes["notification_id"][
+        notes["workflow_identifier"].eq(workflow).to_numpy()
+        & notes["created_at"].between("2026-10-29T13:00:00Z", "2026-10-30T00:00:00Z").to_numpy()
+    ]
+    traffic = Traffic(*(frame[~frame["notification_id"].isin(stopped)].reset_index(drop=True)
+                        for frame in (notes, jobs)),
+                      traffic.execution_details[~traffic.execution_details["job_id"].isin(
+                          jobs.loc[jobs["notification_id"].isin(stopped), "job_id"])])  # fmt: skip
+    ongoing = []
+    for end in ("2026-10-29T23:00:00Z", "2026-10-30T12:00:00Z"):
+        after = pd.Timestamp(end) - pd.Timedelta(days=1)
+        found = find_incidents(traffic.window(after, end)[0],
+                               baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
+        assert list(found["workflows"].str[0]) == [workflow], list(found["summary"])
+        ongoing.append(bool(found["ongoing"].iloc[0]))
+    assert ongoing == [True, False]
 
 
 def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
