@@ -48,7 +48,10 @@ departure of the other, so a row is kept only when its own week departs, from th
 the window's other days (at the level of the hours beside them) and more than the other week
 does the other way (`volume.confirmed`); its expected jobs weigh both (`volume.expected_jobs`).
 An hour only partly inside the window is left out (its jobs may all fall in the part outside: a
-batch in its first minutes). How much counts vary is measured on the same weeks, not assumed:
+batch in its first minutes); a drop is ``ongoing`` while what its group sent in the hours after
+it, to the last whole one, had a chance above `scan.STILL_GOING` at the drop's own share of the
+expected jobs (`volume.still_going`: a night or an office closed cannot show it stopped), a
+spike while it runs to the last whole hour. How much counts vary is measured on the same weeks, not assumed:
 each cell's and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts
 raise ``a``, busier or quieter hours ``b``: a quiet night varies less than a busy afternoon;
 `season.dispersion`) and how much whole days vary together (``spread``, `season.day_spread`: at

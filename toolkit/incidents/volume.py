@@ -19,7 +19,8 @@ of its group's usual traffic an hour off (summer time's end) is none (`an_hour_o
 expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
 keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
 row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
-season of two weeks read alone keeps only the rows of the week that departs (`confirmed`).
+season of two weeks read alone keeps only the rows of the week that departs (`confirmed`). A
+drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
 """
 
 from __future__ import annotations
