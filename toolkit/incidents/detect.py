@@ -246,6 +246,7 @@ def find_incidents(
     if spikes:  # a burst sent at once is no spike: spikes of send occasions (a query)
         kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha / tests)}
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
+    moved = volume.at_the_same_time(seasonal, moved)
     if moved:
         volume.impact(moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip

@@ -168,7 +168,7 @@ def _name(provider: str | None) -> str:
 def _group(row: dict, provider: str, channel: str) -> str:
     """How a volume row's group is written: a workflow, a channel, or a provider's channel."""
     keys = row["keys"]
-    if "parts" in row:  # drops at the same time (`toolkit.incidents.volume.together`)
+    if "parts" in row:  # drops (spikes) at the same time (`toolkit.incidents.volume.together`)
         return _parts(row["parts"])
     if "workflow" in keys:
         return f"Workflow {keys['workflow']}"
@@ -178,8 +178,8 @@ def _group(row: dict, provider: str, channel: str) -> str:
 
 
 def _parts(parts: list[dict]) -> str:
-    """The groups of drops at the same time: "Workflows a and b, with the email channel and FCM
-    push"."""
+    """The groups of drops (spikes) at the same time: "Workflows a and b, with the email channel
+    and FCM push"."""
     flows = [part["keys"]["workflow"] for part in parts if "workflow" in part["keys"]]
     named = []
     for part in parts:

@@ -488,33 +488,45 @@ def one_per_cause(season: Season, rows: list[dict], alpha: float, rule: Evidence
     kept = [row for row in kept if not _carried(season, row, kept)]
     kept = [row for row in kept if confirmed(season, row, alpha) and (
         row["kind"] == "traffic_shift" or not an_hour_off(season, row, alpha, rule))]  # fmt: skip
-    kept = together([row for row in kept
-                     if row["kind"] != "volume_spike" or _beyond_history(season, row)])  # fmt: skip
-    return [row for row in kept if not _carried(season, row, kept)]  # drops at the same time
+    return [row for row in kept if row["kind"] != "volume_spike" or _beyond_history(season, row)]
+
+
+def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
+    """``rows`` (`one_per_cause`'s, spikes of send occasions: `triggered`) with drops (spikes)
+    at the same time one row (`together`), and each channel or provider that is part of them
+    gone (`_carried`)."""
+    rows = together(rows)
+    return [row for row in rows if not _carried(season, row, rows)]
 
 
 def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
     """Whether ``row``, a channel or provider, sent less (more) because a workflow it carries
     stopped (ran away): part of a workflow row's cause, not the other way round; it is then
-    the workflow's row, whichever came first. Or it dropped while other groups dropped together
+    the workflow's row, whichever came first. Or it dropped (rose) while other groups did
     (`together`) and could not join them (it shares cells with them), overlapping them in time
-    and sending no smaller a share of its expected jobs than they did: what lowered them all
-    lowered it."""
+    and departing no further from its expected jobs than they did: what lowered (raised) them
+    all lowered (raised) it."""
     return row["level"] != "workflow" and "parts" not in row and any(
         other["level"] == "workflow" and _same_cause(season, row, other)
         and not _same_cause(season, other, row)
-        or "parts" in other and _overlaps(row, other)
-        and row["events"] * other["expected"] >= other["events"] * row["expected"]
+        or "parts" in other and _overlaps(row, other) and _no_further(row, other)
         for other in rows)  # fmt: skip
 
 
+def _no_further(row: dict, other: dict) -> bool:
+    """Whether ``row`` sent no smaller (a spike: no larger) a share of its expected jobs than
+    ``other``."""
+    here, there = row["events"] * other["expected"], other["events"] * row["expected"]
+    return here >= there if row["kind"] == "volume_drop" else here <= there
+
+
 def together(rows: list[dict]) -> list[dict]:
-    """Drops at the same time are one row: a cause upstream of them all (a public holiday, the
-    app that triggers them down), not a row per workflow, channel or provider it lowered. Drops
-    each overlapping another in time become one row of all their cells and periods, its
-    ``parts`` theirs (`impact` sums them): the workflows' first, then each channel or provider
-    that shares no cell with them (a channel that does is part of them or its own row:
-    `_carried`)."""
+    """Drops (spikes) at the same time are one row: a cause upstream of them all (a public
+    holiday, the app that triggers them down; a sale day), not a row per workflow, channel or
+    provider it lowered (raised). Drops (spikes) each overlapping another in time become one row
+    of all their cells and periods, its ``parts`` theirs (`impact` sums them): the workflows'
+    first, then each channel or provider that shares no cell with them (a channel that does is
+    part of them or its own row: `_carried`)."""
     order = {id(row): n for n, row in enumerate(rows)}
     groups: list[list[dict]] = []
     for row in sorted(rows, key=lambda row: row["level"] != "workflow"):
@@ -531,14 +543,16 @@ def together(rows: list[dict]) -> list[dict]:
 
 
 def _overlaps(row: dict, other: dict) -> bool:
-    """Whether ``row`` and ``other`` are drops overlapping in time."""
-    return (row["kind"] == other["kind"] == "volume_drop"
+    """Whether ``row`` and ``other`` are drops (spikes) overlapping in time."""
+    return (row["kind"] == other["kind"] in ("volume_drop", "volume_spike")
             and max(row["first"], other["first"]) < min(row["stop"], other["stop"]))  # fmt: skip
 
 
 def _one_row(parts: list[dict]) -> dict:
-    """The one row of drops at the same time (`together`), its parts most missing first."""
-    parts = sorted(parts, key=lambda part: part["events"] - part["expected"])
+    """The one row of drops (spikes) at the same time (`together`), its parts most missing
+    (extra) first."""
+    sign = 1 if parts[0]["kind"] == "volume_drop" else -1
+    parts = sorted(parts, key=lambda part: sign * (part["events"] - part["expected"]))
     first, stop = min(part["first"] for part in parts), max(part["stop"] for part in parts)
     events, expected = (
         sum(part["events"] for part in parts),
@@ -773,7 +787,7 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
 
 def counted_groups(rows: list[dict]) -> list[tuple]:
     """The groups and periods whose `toolkit.counts.group_counts` `impact` reads: each row's,
-    each of its ``parts``' for drops at the same time (`together`)."""
+    each of its ``parts``' for drops (spikes) at the same time (`together`)."""
     return [(part["keys"], part["start"], part["end"])
             for row in rows for part in row.get("parts", [row])]  # fmt: skip
 
@@ -781,17 +795,22 @@ def counted_groups(rows: list[dict]) -> list[tuple]:
 def impact(rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
     group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of
-    `counted_groups`; a drop's likely range of them too (`likely`). Drops at the same time
-    (``parts``, `together`) add theirs up, the likely range too (a day's level is all of
-    theirs), their workflows named part by part, most missing first."""
+    `counted_groups`; a drop's likely range of them too (`likely`). Drops (spikes) at the same
+    time (``parts``, `together`) add theirs up, the likely range too (a day's level is all of
+    theirs), their workflows named part by part, most missing (extra) first; spikes span
+    their parts' jobs."""
     parts = [part for row in rows for part in row.get("parts", [row])]
     _impact(parts, counted)
     for row in rows:
         if "parts" in row:
             row["notifications"] = sum(part["notifications"] for part in row["parts"])
-            row["likely"] = tuple(
-                sum(part["likely"][end] for part in row["parts"]) for end in (0, 1)
-            )
+            if row["kind"] == "volume_drop":
+                row["likely"] = tuple(
+                    sum(part["likely"][end] for part in row["parts"]) for end in (0, 1)
+                )
+            else:
+                row["start"] = min(part["start"] for part in row["parts"])
+                row["end"] = max(part["end"] for part in row["parts"])
             row["workflows"] = list(
                 dict.fromkeys(flow for part in row["parts"] for flow in part["workflows"])
             )
