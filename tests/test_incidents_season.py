@@ -92,6 +92,20 @@ def test_a_public_holiday_is_one_row_naming_the_workflows_it_quietened(days):
         )
 
 
+@pytest.mark.parametrize("days", [7, 28])
+def test_a_sale_day_is_one_spike_row_naming_the_workflows_it_lifted(days):
+    # people use the product three times as much that day: each workflow they trigger sends
+    # more, one cause
+    sale = pd.Timestamp("2026-10-29", tz="UTC")
+    found = read(shaped_traffic(1, NOW, incidents=False, sales=[sale]), days)[2]
+    assert list(found["kind"]) == ["volume_spike"], list(found["summary"])
+    row = found.iloc[0]
+    assert pd.isna(row["channel"]) and pd.isna(row["provider_id"])
+    assert len(row["workflows"]) >= 3
+    assert sale <= row["started_at"] < row["ended_at"] <= sale + pd.Timedelta(days=2)
+    assert row["summary"].startswith(f"Workflows {row['workflows'][0]}, ")
+
+
 def test_a_drop_is_ongoing_until_the_hours_after_it_show_its_group_sending_again():
     # the office's chat workflow sends nothing from 13:00 UTC on a Thursday to the end of the
     # day: at 23:00 the office has been closed since 18:00, and nothing expected since can

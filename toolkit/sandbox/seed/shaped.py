@@ -43,6 +43,8 @@ DOMAIN_POOL = (
     ("hotmail.com", 4), ("proton.me", 2), ("initech.example", 8), ("northwind.example", 8),
     ("contoso.example", 6), ("umbrella.example", 4),
 )  # fmt: skip
+#: How many times as much people use the product on a sale day.
+SALE = 3.0
 #: UTC offsets (hours) the two time zones are drawn from.
 ZONES = (-8, -7, -6, -5, -4, -3, 0, 1, 2, 3, 5.5, 8, 9, 10)
 #: Chance that one send meets a background failure, by channel.
@@ -188,6 +190,7 @@ def shaped_traffic(
     vary: bool = False,
     growth: float = 0.0,
     holidays: Any = (),
+    sales: Any = (),
 ) -> Traffic:
     """``days`` of activity ending at ``now`` (about ``2,000 * scale`` notifications a day).
 
@@ -218,12 +221,21 @@ def shaped_traffic(
     holidays : sequence of str or date
         Public holidays (dates, each zone's own): people use the product as on a weekend and
         the office hours are closed; batches, digests and newsletters go out as usual.
+    sales : sequence of str or date
+        Sale days (dates, each zone's own): people use the product `SALE` times as much as on
+        any such day; the rest goes out as usual.
     """
     if days < 29:
         raise ValueError(f"days must be at least 29, got {days!r}")
     return _Draw(
-        seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary, growth, holidays
+        seed, pd.Timestamp(now), days, scale, incidents, clocks_back, vary, growth, holidays, sales
     ).traffic()
+
+
+def _dates(days: Any) -> pd.DatetimeIndex:
+    """Each of ``days`` as its date: a time or a zone on one says nothing more (each zone's own
+    date is its day)."""
+    return pd.DatetimeIndex([pd.Timestamp(pd.Timestamp(day).date()) for day in days])
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -242,12 +254,9 @@ class _Draw:
 
     def __init__(self, seed: int, now: pd.Timestamp, days: int, scale: float, incidents: bool,
                  clocks_back: Any = None, vary: bool = False, growth: float = 0.0,
-                 holidays: Any = ()):  # fmt: skip
+                 holidays: Any = (), sales: Any = ()):  # fmt: skip
         self.seed, self.scale, self.incidents, self.growth = seed, scale, incidents, growth
-        # dates: a time or a zone on one says nothing more (each zone's own date is its day)
-        self.holidays = pd.DatetimeIndex(
-            [pd.Timestamp(pd.Timestamp(day).date()) for day in holidays]
-        )
+        self.holidays, self.sales = _dates(holidays), _dates(sales)
         self.shape = Shape.drawn(_rng(seed, "shape")) if vary else Shape()
         back = None if clocks_back is None else pd.Timestamp(clocks_back)
         self.clocks_back = back if back is None or back.tzinfo else back.tz_localize("UTC")
@@ -397,6 +406,10 @@ class _Draw:
         """Whether each local hour is on a weekend or a holiday."""
         return (local.day_of_week >= 5) | local.normalize().tz_localize(None).isin(self.holidays)
 
+    def _sale(self, local: pd.DatetimeIndex) -> np.ndarray:
+        """How much more people use the product at each local hour: `SALE` on a sale day."""
+        return np.where(local.normalize().tz_localize(None).isin(self.sales), SALE, 1.0)
+
     def _audience(self, rng, count: int, mask: np.ndarray) -> np.ndarray:
         members = np.flatnonzero(mask)
         weights = self.sub_weight[members]
@@ -408,7 +421,7 @@ class _Draw:
         first = self.shape.first_zone
         for zone, share in ((0, first), (1, 1 - first)):
             local = self._local(zone)
-            weekly = np.where(self._off(local), self.shape.weekend, 1.0)
+            weekly = np.where(self._off(local), self.shape.weekend, 1.0) * self._sale(local)
             shape = _diurnal(local.hour + 0.5, self.shape) * weekly
             for name, peak in (("tx", 60), ("login", 25), ("activity", 60), ("reset", 8)):
                 times = self._hourly(rng, shape * peak * share * self.scale)
