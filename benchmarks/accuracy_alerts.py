@@ -12,10 +12,11 @@ every firing alert that is no planted incident (a failover may fire once, as a
 incident the polls from its start to its first alert; then the totals per kind. ``--holiday
 DAYS``: a public holiday that many days before each clock (a weekday at weekend level, the
 office hours closed); the drops overlapping it are its alerts, printed apart (target: one per
-set).
+set). ``--sale DAYS``: a sale day instead (people three times as active); its alerts are the
+spikes overlapping it.
 
     python benchmarks/accuracy_alerts.py [--seeds 1 2 3] [--clocks ...] [--days 7] [--every 30]
-                                         [--vary] [--holiday DAYS]
+                                         [--vary] [--holiday DAYS | --sale DAYS]
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ import tempfile
 import time
 
 import pandas as pd
-from accuracy_incidents import CLOCKS, MIN_HITS, of_holiday, shaped_matches
+from accuracy_incidents import (
+    CLOCKS,
+    MARKED,
+    MIN_HITS,
+    add_marked_day,
+    marked_day,
+    of_day,
+    shaped_matches,
+)
 
 from toolkit.alerts import Alerts
 from toolkit.incidents import find_incidents
@@ -74,28 +83,29 @@ def where(incident: dict) -> str:
 
 
 def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool,
-          holiday: float | None = None) -> None:  # fmt: skip
+          marked: tuple[str, float] | None = None) -> None:  # fmt: skip
     fired_after: dict[str, list] = {}  # kind -> polls from the start to the first alert, or None
     other_alerts = {True: 0, False: 0}  # planted sets, quiet sets
-    holiday_alerts = []  # per set
+    day_alerts = []  # per set
     began = time.perf_counter()
     for seed in seeds:
         for now in clocks:
             end = pd.Timestamp(now)
             start = end - pd.Timedelta(days=days)
             for incidents in (False, True):
-                day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
-                traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary,
-                                         holidays=[] if day is None else [day])  # fmt: skip
+                day = None if marked is None else (end - pd.Timedelta(days=marked[1])).normalize()
+                on = {} if day is None else {MARKED[marked[0]][1]: [day]}
+                traffic = shaped_traffic(seed, end, incidents=incidents, vary=vary, **on)
                 label = f"seed {seed} now {now} {'planted' if incidents else 'quiet  '}"
                 first, others = alerted(traffic, start, end, every)
                 if day is not None:
-                    off = [(at, summary) for at, summary, row in others if of_holiday(row, day)]
+                    off = [(at, summary) for at, summary, row in others
+                           if of_day(row, day, marked[0])]  # fmt: skip
                     others = [other for other in others if other[:2] not in off]
-                    holiday_alerts.append(len(off))
-                    print(f"{label}: {len(off)} alerts of the holiday")
+                    day_alerts.append(len(off))
+                    print(f"{label}: {len(off)} alerts of the {marked[0]}")
                     for at, summary in off:
-                        print(f"    holiday {at:%a %b %d %H:%M}: {summary}")
+                        print(f"    {marked[0]} {at:%a %b %d %H:%M}: {summary}")
                 other_alerts[incidents] += len(others)
                 print(f"{label}: {len(others)} alerts of no planted incident", flush=True)
                 for at, summary, _ in others:
@@ -122,8 +132,8 @@ def sweep(seeds, clocks, days: int, every: pd.Timedelta, vary: bool,
               f"{sum(a <= 2 for a in seen):10}")  # fmt: skip
     print(f"quiet sets: {other_alerts[False]} alerts; planted sets: {other_alerts[True]} alerts of "
           f"no planted incident; {time.perf_counter() - began:.0f} s")  # fmt: skip
-    if holiday is not None:
-        print(f"holiday, alerts per set: {holiday_alerts}")
+    if marked is not None:
+        print(f"{marked[0]}, alerts per set: {day_alerts}")
 
 
 def main() -> None:
@@ -133,11 +143,10 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7, help="days polled before each clock")
     parser.add_argument("--every", type=float, default=30, help="minutes between polls")
     parser.add_argument("--vary", action="store_true", help="draw the traffic's shape too")
-    parser.add_argument("--holiday", type=float, default=None, metavar="DAYS",
-                        help="a public holiday DAYS days before each clock")  # fmt: skip
+    add_marked_day(parser)
     args = parser.parse_args()
     sweep(args.seeds, args.clocks, args.days, pd.Timedelta(minutes=args.every), args.vary,
-          args.holiday)  # fmt: skip
+          marked_day(args))  # fmt: skip
 
 
 if __name__ == "__main__":

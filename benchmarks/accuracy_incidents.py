@@ -19,11 +19,13 @@ fan-outs, the digest's and the newsletter's hours), rhythms the detector was nev
 window send less (more) than it. ``--holiday DAYS``: a public holiday that many days before each
 clock (people use the product as on a weekend, the office hours are closed); a drop of no
 channel overlapping it is its row, not an extra one, and each window that holds it should have
-one such row, naming the workflows it quietened (one cause, one row), or none.
+one such row, naming the workflows it quietened (one cause, one row), or none. ``--sale DAYS``:
+a sale day instead (people use the product three times as much): a spike of no channel
+overlapping it is its row.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
                                             [--clocks-back DAYS] [--vary] [--growth SHARE]
-                                            [--holiday DAYS] [--sandbox]
+                                            [--holiday DAYS | --sale DAYS] [--sandbox]
 
 Sandbox (``--sandbox``): for each seed and clock, the seed code plants every kind of incident (at different times, on
 providers that change with the seed) and a quiet data set with none; the activity is built by
@@ -163,11 +165,31 @@ def shaped_matches(row: pd.Series, planted: dict) -> bool:
     )
 
 
-def of_holiday(row: pd.Series, day: pd.Timestamp) -> bool:
-    """Whether ``row`` is a drop of no channel overlapping the holiday ``day`` (midnight UTC of
-    its date), in any zone's local time (UTC-14 to UTC+14)."""
+#: The days ``--holiday`` and ``--sale`` put before each clock: the kind of their rows, and
+#: the argument of `shaped_traffic` that makes them.
+MARKED = {"holiday": ("volume_drop", "holidays"), "sale": ("volume_spike", "sales")}
+
+
+def add_marked_day(parser: argparse.ArgumentParser) -> None:
+    """``--holiday DAYS`` or ``--sale DAYS``: that day before each clock (`marked_day`)."""
+    day = parser.add_mutually_exclusive_group()
+    day.add_argument("--holiday", type=float, default=None, metavar="DAYS",
+                     help="a public holiday DAYS days before each clock (a weekday at weekend level)")  # fmt: skip
+    day.add_argument("--sale", type=float, default=None, metavar="DAYS",
+                     help="a sale day DAYS days before each clock (people three times as active)")  # fmt: skip
+
+
+def marked_day(args: argparse.Namespace) -> tuple[str, float] | None:
+    """``("holiday", days)``, ``("sale", days)`` or None, from `add_marked_day`'s options."""
+    return next(((what, getattr(args, what)) for what in MARKED if getattr(args, what) is not None), None)  # fmt: skip
+
+
+def of_day(row: pd.Series, day: pd.Timestamp, what: str) -> bool:
+    """Whether ``row`` is a drop (``what`` "holiday") or a spike ("sale") of no channel
+    overlapping ``day`` (midnight UTC of its date), in any zone's local time (UTC-14 to
+    UTC+14)."""
     return bool(
-        row["kind"] == "volume_drop"
+        row["kind"] == MARKED[what][0]
         and pd.isna(row["channel"])
         and row["started_at"] < day + pd.Timedelta(hours=38)
         and row["ended_at"] > day - pd.Timedelta(hours=14)
@@ -176,19 +198,20 @@ def of_holiday(row: pd.Series, day: pd.Timestamp) -> bool:
 
 def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0,
                  clocks_back: float | None = None, vary: bool = False,
-                 growth: float = 0.0, holiday: float | None = None) -> None:  # fmt: skip
+                 growth: float = 0.0, marked: tuple[str, float] | None = None) -> None:  # fmt: skip
     """The shaped-traffic sweep (see the module docstring): per kind, found / missed / impact
     error, the extra rows by kind, and the quiet sets' rows by window length. ``scale``
     multiplies every rate (1: about 2,000 notifications a day); ``clocks_back``: summer time
     ends that many days before each clock (the second zone's a week later); ``vary``: each
-    seed draws the traffic's shape too (`toolkit.sandbox.seed.shaped.Shape`); ``holiday``: a
-    public holiday that many days before each clock."""
+    seed draws the traffic's shape too (`toolkit.sandbox.seed.shaped.Shape`); ``marked``: a
+    public holiday (``("holiday", days)``) or a sale day (``("sale", days)``) that many days
+    before each clock."""
     found_of: dict[str, list] = {}
     by_days: dict[int, list] = {days: [] for days in windows}  # (kind, impact error or None)
     extra_of: dict[str, int] = {}
     extra_days: dict[int, int] = dict.fromkeys(windows, 0)
     quiet_rows: dict[int, int] = dict.fromkeys(windows, 0)
-    holiday_rows: dict[int, list[int]] = {days: [] for days in windows}  # per window holding it
+    day_rows: dict[int, list[int]] = {days: [] for days in windows}  # per window holding it
     ranged: list[bool] = []  # whether a found drop's planted count is in its likely range
     took = []
     for seed in seeds:
@@ -196,10 +219,10 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
             end = pd.Timestamp(now)
             for incidents in (True, False):
                 back = None if clocks_back is None else end - pd.Timedelta(days=clocks_back)
-                day = None if holiday is None else (end - pd.Timedelta(days=holiday)).normalize()
+                day = None if marked is None else (end - pd.Timedelta(days=marked[1])).normalize()
+                on = {} if day is None else {MARKED[marked[0]][1]: [day]}
                 traffic = shaped_traffic(seed, end, scale=scale, incidents=incidents,
-                                         clocks_back=back, vary=vary, growth=growth,
-                                         holidays=[] if day is None else [day])  # fmt: skip
+                                         clocks_back=back, vary=vary, growth=growth, **on)  # fmt: skip
                 for days in windows:
                     after = end - pd.Timedelta(days=days)
                     activity, planted = traffic.window(after, end)
@@ -208,15 +231,15 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                     began = time.perf_counter()
                     rows = find_incidents(activity, baseline=baseline)
                     took.append(time.perf_counter() - began)
-                    off = set()  # the holiday's rows
+                    off = set()  # the marked day's rows
                     if day is not None and after < day + pd.Timedelta(days=1):
-                        off = {i for i, row in rows.iterrows() if of_holiday(row, day)}
-                        holiday_rows[days].append(len(off))
+                        off = {i for i, row in rows.iterrows() if of_day(row, day, marked[0])}
+                        day_rows[days].append(len(off))
                     label = (
                         f"seed {seed} now {now} {days:2}d {'planted' if incidents else 'quiet  '}"
                     )
                     for i in off:
-                        print(f"{label}: holiday {rows.loc[i, 'summary']}")
+                        print(f"{label}: {marked[0]} {rows.loc[i, 'summary']}")
                     if not incidents:
                         quiet_rows[days] += len(rows) - len(off)
                         print(f"{label}: {len(rows) - len(off)} rows")
@@ -291,10 +314,10 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
         "quiet sets, rows by window length: "
         + ", ".join(f"{d} d: {n}" for d, n in quiet_rows.items())
     )
-    if holiday is not None:
-        print("holiday, windows holding it by its rows (0, 1, more): " + ", ".join(
+    if marked is not None:
+        print(f"{marked[0]}, windows holding it by its rows (0, 1, more): " + ", ".join(
             f"{d} d: {n.count(0)}/{n.count(1)}/{sum(k > 1 for k in n)}"
-            for d, n in holiday_rows.items() if n))  # fmt: skip
+            for d, n in day_rows.items() if n))  # fmt: skip
     print(
         f"find_incidents took {sum(took):.1f} s over {len(took)} windows "
         f"(at most {max(took):.2f} s)"
@@ -337,16 +360,10 @@ def main() -> None:
         default=0.0,
         help="people's use grows by this share each week (negative: shrinks)",
     )
-    parser.add_argument(
-        "--holiday",
-        type=float,
-        default=None,
-        metavar="DAYS",
-        help="a public holiday DAYS days before each clock (a weekday at weekend level)",
-    )
+    add_marked_day(parser)
     args = parser.parse_args()
     shaped_sweep(args.seeds, args.clocks, args.windows, args.alone, args.scale, args.clocks_back,
-                 args.vary, args.growth, args.holiday)  # fmt: skip
+                 args.vary, args.growth, marked_day(args))  # fmt: skip
     if args.sandbox:
         sandbox_sweep(args.seeds, args.clocks, args.notifications)
 
