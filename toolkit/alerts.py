@@ -4,8 +4,8 @@
 poll). An incident is identified by ``(channel, provider_id, domain)``, and a workflow's own row
 (none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind, which
 the detector may name differently as an incident goes on; a row naming a workflow that a firing
-alert of its kind named is that alert: drops at the same time are one row whose groups show one
-by one): it fires the first time it is found ongoing, and resolves once it has not been found
+alert of its kind named is that alert: drops or spikes at the same time are one row whose groups
+show one by one): it fires the first time it is found ongoing, and resolves once it has not been found
 ongoing at ``resolve_after`` evaluations in a row (hysteresis: one quiet evaluation does not end
 it, so it does not flap). Each alert is passed to ``on_alert`` and, with a ``webhook_url``,
 POSTed as JSON with a Slack-compatible ``text`` from a background thread (retried; never
@@ -127,8 +127,8 @@ class Alerts:
 
     def _workflow(self, record: dict[str, Any]) -> str | None:
         """The workflow a workflow's own row is identified by: that of a firing alert of its
-        kind whose rows named one of its workflows (drops at the same time are one row, its
-        groups seen one by one as the evidence grows: one alert), else its first
+        kind whose rows named one of its workflows (drops or spikes at the same time are one
+        row, its groups seen one by one as the evidence grows: one alert), else its first
         (`_own_workflow`)."""
         own = _own_workflow(record)
         if own is None:

@@ -87,10 +87,11 @@ time whose missing (extra) jobs are mostly another's are one: the group that dep
 workflow that stopped, not every channel it sends on); but a provider's row is its channel's
 when, over that row's hours, the channel's other providers' jobs are likelier at the provider's
 ratio of jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`).
-Drops at overlapping times are one row naming them, workflows first, most missing first (a
-public holiday, the app that triggers them down: one cause), its impact and likely range their
-sums; a channel or provider sharing their cells that drops no further than they do is part of it
-(`volume.together`). A provider's spike while another provider of its channel sends about as
+Drops (spikes) at overlapping times are one row naming them, workflows first, most missing
+(extra) first (a public holiday, the app that triggers them down, a sale day: one cause; spikes
+after the occasions test, `volume.at_the_same_time`), its impact and likely range their
+sums; a channel or provider sharing their cells that departs no further than they do is part of
+it (`volume.together`). A provider's spike while another provider of its channel sends about as
 much less is one ``traffic_shift`` row naming both (a failover), compared over the hours after
 the one the traffic moved in (that hour holds both providers' jobs): a Monitor sees the failover
 as one shift from its first whole hour on, not as a spike, then a drop. With too little history,
