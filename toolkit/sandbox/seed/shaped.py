@@ -7,8 +7,8 @@ newsletter, short bursts (topic fan-outs) that make counts vary more than a Pois
 background failures and retries. ``incidents=True`` adds a one-off campaign (ten times the usual
 email for two hours), a failover of SMS from one provider to another, and planted incidents of
 every kind (``PLANTED``); ``incidents=False`` is the quiet variant (rhythm, batches and bursts
-only). Provider, workflow and domain names and every time are drawn from the seed, so that a
-detector cannot be tuned to them.
+only); ``holidays=`` and ``sales=`` add public holidays and sale days. Provider, workflow and
+domain names and every time are drawn from the seed, so that a detector cannot be tuned to them.
 
 Everything is a pure function of the arguments; the frames hold the columns
 `toolkit.metrics.REQUIRED_COLUMNS` names (what a store keeps), with the provenance of a read of
