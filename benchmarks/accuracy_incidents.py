@@ -21,7 +21,7 @@ clock (people use the product as on a weekend, the office hours are closed); a d
 channel overlapping it is its row, not an extra one, and each window that holds it should have
 one such row, naming the workflows it quietened (one cause, one row), or none. ``--sale DAYS``:
 a sale day instead (people use the product three times as much): a spike of no channel
-overlapping it is its row.
+overlapping it, and no planted incident (the campaign), is its row.
 
     python benchmarks/accuracy_incidents.py [--seeds 1 2 3] [--windows 1 7 28] [--alone] [--scale 1]
                                             [--clocks-back DAYS] [--vary] [--growth SHARE]
@@ -233,7 +233,8 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                     took.append(time.perf_counter() - began)
                     off = set()  # the marked day's rows
                     if day is not None and after < day + pd.Timedelta(days=1):
-                        off = {i for i, row in rows.iterrows() if of_day(row, day, marked[0])}
+                        off = {i for i, row in rows.iterrows() if of_day(row, day, marked[0])
+                               and not any(shaped_matches(row, p) for p in planted)}  # fmt: skip
                         day_rows[days].append(len(off))
                     label = (
                         f"seed {seed} now {now} {days:2}d {'planted' if incidents else 'quiet  '}"
