@@ -47,6 +47,16 @@ def test_a_public_holiday_fires_one_alert(tmp_path):
     ], alerts
 
 
+def test_the_day_after_a_holiday_fires_nothing(tmp_path):
+    # the holiday's evening drop of email (a few percent below its day's lowered level) ended
+    # at 02:00: the next afternoon's sends show it stopped
+    now, holiday = pd.Timestamp("2026-11-01T12:00:00Z"), pd.Timestamp("2026-10-27")
+    traffic = shaped_traffic(1, now, incidents=False, holidays=[holiday])
+    start = pd.Timestamp("2026-10-28T16:00:00Z")
+    store = traffic.write_store(tmp_path / "store", start - KEEP - HISTORY, start - KEEP)
+    assert polled(traffic, store, start, 3) == []
+
+
 def test_an_outage_fires_within_two_polls(tmp_path):
     now = pd.Timestamp("2026-03-18T03:30:00Z")
     traffic = shaped_traffic(1, now)

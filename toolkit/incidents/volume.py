@@ -269,7 +269,8 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
     period = slice(pick.first, pick.stop)
-    ongoing = still_going(observed, expected, spread, pick.first, pick.stop, season.seen) if low else pick.stop >= season.seen  # fmt: skip
+    rate = pick.events / pick.expected if pick.expected else 0.0  # the scan's own departure
+    ongoing = still_going(observed, expected, spread, rate, pick.stop, season.seen) if low else pick.stop >= season.seen  # fmt: skip
     observed, expected = int(observed[period].sum()), float(expected[period].sum())
     return {
         "scan": f"count:{level}",
@@ -294,12 +295,12 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     }
 
 
-def still_going(observed, expected, spread: tuple, first: int, stop: int, seen: int) -> bool:
-    """Whether a drop of hours ``[first, stop)`` may still be going on: what its group sent in
-    the hours after it, to the last with a count (``seen``), had a chance above `STILL_GOING`
-    at the drop's own share of the expected jobs (negative binomial, the group's ``spread``).
-    Hours when little is expected (a night, an office closed) cannot show that it stopped."""
-    rate = observed[first:stop].sum() / max(expected[first:stop].sum(), 1e-12)
+def still_going(observed, expected, spread: tuple, rate: float, stop: int, seen: int) -> bool:
+    """Whether a drop ending at hour ``stop`` may still be going on: what its group sent in the
+    hours after it, to the last with a count (``seen``), had a chance above `STILL_GOING` at
+    ``rate``, the share of the expected jobs its scan found sent (negative binomial, the
+    group's ``spread``). Hours when little is expected (a night, an office closed) cannot show
+    that it stopped."""
     after = expected[stop:seen].sum()
     if after <= 0:
         return True
