@@ -269,8 +269,10 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     start = max(season.hours[pick.first], season.start)
     end = min(season.hours[pick.stop - 1] + HOUR, season.end)
     period = slice(pick.first, pick.stop)
-    rate = pick.events / pick.expected if pick.expected else 0.0  # the scan's own departure
-    ongoing = still_going(observed, expected, spread, rate, pick.stop, season.seen) if low else pick.stop >= season.seen  # fmt: skip
+    ongoing = pick.stop >= season.seen
+    if low:  # at the share of its expected jobs the scan found sent
+        rate = pick.events / pick.expected if pick.expected else 0.0
+        ongoing = still_going(observed, expected, spread, rate, pick.stop, season.seen)
     observed, expected = int(observed[period].sum()), float(expected[period].sum())
     return {
         "scan": f"count:{level}",
@@ -578,8 +580,8 @@ def an_hour_off(season: Season, row: dict, alpha: float, rule: Evidence) -> bool
     those beside included: a backlog sent after a long stop is no schedule moved), or,
     against the expected counts an hour off, its hours and one either side with a count there
     (up to `Season.seen`) depart in no run (a count scan of them, ``rule`` both ways, at
-    ``alpha`` over its own tests: all its sends moved, people's rhythm too). A group that stopped or ran away departs from its
-    traffic at any hour."""
+    ``alpha`` over its own tests: all its sends moved, people's rhythm too). A group that
+    stopped or ran away departs from its traffic at any hour."""
     observed = season.observed[row["cells"]].sum(0)
     expected = season.expected[row["cells"]].sum(0)
     hourly, spread = row["spread"]
