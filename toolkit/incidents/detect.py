@@ -248,7 +248,7 @@ def find_incidents(
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
     moved = volume.at_the_same_time(seasonal, moved)
     if moved:
-        volume.impact(moved, engine_counts.group_counts(
+        volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
     rows += moved
     if not rows:

@@ -795,15 +795,16 @@ def counted_groups(rows: list[dict]) -> list[tuple]:
             for row in rows for part in row.get("parts", [row])]  # fmt: skip
 
 
-def impact(rows: list[dict], counted: pd.DataFrame) -> None:
+def impact(season: Season, rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
-    group has) and workflows (most jobs first), from `toolkit.counts.group_counts` of
-    `counted_groups`; a drop's likely range of them too (`likely`). Drops (spikes) at the same
+    group has) and workflows (most jobs first; a drop's, most missing first: `_most_missing`),
+    from `toolkit.counts.group_counts` of `counted_groups`; a drop's likely range of them too
+    (`likely`). Drops (spikes) at the same
     time (``parts``, `together`) add theirs up, the likely range too (a day's level is all of
     theirs), their workflows named part by part, most missing (extra) first; spikes span
     their parts' jobs."""
     parts = [part for row in rows for part in row.get("parts", [row])]
-    _impact(parts, counted)
+    _impact(season, parts, counted)
     for row in rows:
         if "parts" in row:
             row["notifications"] = sum(part["notifications"] for part in row["parts"])
@@ -819,7 +820,7 @@ def impact(rows: list[dict], counted: pd.DataFrame) -> None:
             )
 
 
-def _impact(rows: list[dict], counted: pd.DataFrame) -> None:
+def _impact(season: Season, rows: list[dict], counted: pd.DataFrame) -> None:
     """`impact` of rows without parts, the ``n``-th from ``counted``'s columns ending ``_n``."""
     for n, row in enumerate(rows):
         jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
@@ -829,9 +830,25 @@ def _impact(rows: list[dict], counted: pd.DataFrame) -> None:
         if row["kind"] == "volume_drop":
             row["likely"] = tuple(max(0, round(end / per_note)) for end in likely(row, gap))
         named = counted[counted["workflow"].notna()]
-        row["workflows"] = _most(named, f"period_{n}") or _most(named, f"jobs_{n}")
+        ranked = _most_missing(season, row) if row["kind"] == "volume_drop" else []
+        row["workflows"] = ranked or _most(named, f"period_{n}") or _most(named, f"jobs_{n}")
         if row["kind"] == "volume_spike" and counted[f"period_{n}"].sum():  # the jobs' own times
             row["start"], row["end"] = counted[f"first_{n}"].min(), counted[f"last_{n}"].max()
+
+
+def _most_missing(season: Season, row: dict) -> list[str]:
+    """The workflows of a drop's cells that sent less than expected over its hours, most
+    missing first: a channel that dropped because one of its workflows stopped names it first,
+    not the workflows that kept sending."""
+    flow, period = CELL.index("workflow"), slice(row["first"], row["stop"])
+    missing: dict[str, float] = {}
+    for cell in row["cells"]:
+        name = season.keys[cell][flow]
+        if name is not None:
+            gap = season.expected[cell, period].sum() - season.observed[cell, period].sum()
+            missing[name] = missing.get(name, 0.0) + float(gap)
+    ranked = sorted(missing.items(), key=lambda item: (-item[1], str(item[0])))
+    return [str(name) for name, gap in ranked if gap > 0]
 
 
 def likely(row: dict, gap: float) -> tuple[float, float]:
