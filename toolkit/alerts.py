@@ -5,9 +5,9 @@ poll). An incident is identified by ``(channel, provider_id, domain)``, and a wo
 (none of those: a workflow that stopped or ran away) by its ``workflow`` (not by its kind, which
 the detector may name differently as an incident goes on; a row naming a workflow that a firing
 alert of its kind named is that alert: drops or spikes at the same time are one row whose groups
-show one by one): it fires the first time it is found ongoing, and resolves once it has not been found
-ongoing at ``resolve_after`` evaluations in a row (hysteresis: one quiet evaluation does not end
-it, so it does not flap). Each alert is passed to ``on_alert`` and, with a ``webhook_url``,
+show one by one): it fires the first time it is found ongoing, and resolves once it has not been
+found ongoing at ``resolve_after`` evaluations in a row (hysteresis: one quiet evaluation does
+not end it, so it does not flap). Each alert is passed to ``on_alert`` and, with a ``webhook_url``,
 POSTed as JSON with a Slack-compatible ``text`` from a background thread (retried; never
 blocking the caller; the URL is never shown; a failure is reported once through ``on_error``).
 

@@ -7,10 +7,10 @@ the other's cells; the group that departs the most (the largest share of its exp
 missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
 on, a silent channel rather than each of its providers; a channel's or provider's row that is
 part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
-sent less because a workflow it carries stopped). Drops that overlap in time are then one row of
-them all, its impact theirs summed (`together`: a public holiday, the app that triggers the
-workflows down), a channel or provider that shares cells with them and drops no further theirs
-too. A spike of one provider of a channel while another provider of it sends at least half as
+sent less because a workflow it carries stopped). Drops (spikes, once `triggered`) that overlap
+in time are then one row of them all, its impact theirs summed (`at_the_same_time`, `together`:
+a public holiday, the app that triggers the workflows down, a sale day), a channel or provider
+that shares cells with them and departs no further theirs too. A spike of one provider of a channel while another provider of it sends at least half as
 much less than expected (over the hours after the one the traffic moved in) is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it
 departs more than its group did in each week of the season's history (`_beyond_history`) and is
@@ -799,10 +799,9 @@ def impact(season: Season, rows: list[dict], counted: pd.DataFrame) -> None:
     """Each row's notifications (missing or extra jobs over the jobs a notification of the
     group has) and workflows (most jobs first; a drop's, most missing first: `_most_missing`),
     from `toolkit.counts.group_counts` of `counted_groups`; a drop's likely range of them too
-    (`likely`). Drops (spikes) at the same
-    time (``parts``, `together`) add theirs up, the likely range too (a day's level is all of
-    theirs), their workflows named part by part, most missing (extra) first; spikes span
-    their parts' jobs."""
+    (`likely`). Drops (spikes) at the same time (``parts``, `together`) add theirs up, the
+    likely range too (a day's level is all of theirs), their workflows named part by part, most
+    missing (extra) first; spikes span their parts' jobs."""
     parts = [part for row in rows for part in row.get("parts", [row])]
     _impact(season, parts, counted)
     for row in rows:
