@@ -142,6 +142,18 @@ def test_a_failover_is_one_traffic_shift_naming_both_providers(week):
     assert set(sms["kind"]) == {"traffic_shift"}  # never a drop and a spike
 
 
+def test_a_shift_names_the_workflows_that_moved(shaped):
+    # a day after the move: the provider it left sent nothing in the window
+    activity, planted, found = read(shaped, 1)
+    failover = planted_of(planted, "failover")
+    assert failover["start"] < NOW - pd.Timedelta(days=1)
+    moved = activity.jobs.loc[activity.jobs["provider_id"].eq(failover["to"]), "notification_id"]
+    notes = activity.notifications
+    flows = notes.loc[notes["notification_id"].isin(moved), "workflow_identifier"].unique()
+    shift = found[found["kind"].eq("traffic_shift")].iloc[0]
+    assert shift["workflows"] == sorted(flows), shift["summary"]
+
+
 @pytest.mark.parametrize("hours", [1, 2])
 def test_a_failover_polled_in_its_first_hours_is_one_ongoing_shift(hours, tmp_path):
     # what a Monitor with a store sees an hour or two after the move: seed 1's SMS moved

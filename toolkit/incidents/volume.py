@@ -790,8 +790,9 @@ def _shifts(season: Season, rows: list[dict]) -> list[dict]:
 
 def counted_groups(rows: list[dict]) -> list[tuple]:
     """The groups and periods whose `toolkit.counts.group_counts` `impact` reads: each row's,
-    each of its ``parts``' for drops (spikes) at the same time (`together`)."""
-    return [(part["keys"], part["start"], part["end"])
+    each of its ``parts``' for drops (spikes) at the same time (`together`); a traffic shift's,
+    the provider the traffic moved to (its workflows are those that moved)."""
+    return [(part.get("to", part)["keys"], part["start"], part["end"])
             for row in rows for part in row.get("parts", [row])]  # fmt: skip
 
 
