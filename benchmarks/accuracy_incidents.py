@@ -213,6 +213,7 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
     quiet_rows: dict[int, int] = dict.fromkeys(windows, 0)
     day_rows: dict[int, list[int]] = {days: [] for days in windows}  # per window holding it
     ranged: list[bool] = []  # whether a found drop's planted count is in its likely range
+    stops: list[tuple] = []  # a whole workflow stop's impact errors: found, knowing its season
     took = []
     for seed in seeds:
         for now in clocks:
@@ -268,6 +269,9 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                             ]
                             if not pd.isna(low):
                                 ranged.append(low <= incident["notifications"] <= high)
+                            usual = incident.get("usual")  # a workflow stop, wholly inside
+                            if usual and incident["notifications"] == len(incident["hits"]):
+                                stops.append((impact, usual / incident["notifications"] - 1))
                         found_of.setdefault(incident["kind"], []).append(impact)
                         by_days[days].append((incident["kind"], impact))
                         if impact is not None and abs(impact) > 0.2:
@@ -307,6 +311,11 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
     print(
         f"volume drops whose planted count is in their likely range: {sum(ranged)} of {len(ranged)}"
     )
+    if stops:
+        found, known = (pd.Series(errors).abs() for errors in zip(*stops, strict=True))
+        print(f"workflow stops wholly in a window: {len(stops)}, impact within 20% (median "
+              f"error): found {(found <= 0.2).sum()} ({found.median():.0%}), knowing each "
+              f"workflow's season exactly {(known <= 0.2).sum()} ({known.median():.0%})")  # fmt: skip
     print(
         f"extra rows by kind: {dict(sorted(extra_of.items())) or 'none'} "
         f"(total {sum(extra_of.values())})"

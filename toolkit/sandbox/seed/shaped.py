@@ -109,8 +109,10 @@ class Traffic:
     """What `shaped_traffic` drew: the frames of the whole span and the planted incidents.
 
     ``planted`` holds dicts: ``kind, name, channel, provider_id, workflow, domain, start, end``
-    (UTC Timestamps), ``optional`` (a tolerated row, not a required one) and ``hits`` (the
-    creation times of the notifications the incident hit, added or removed: its impact).
+    (UTC Timestamps), ``optional`` (a tolerated row, not a required one), ``hits`` (the
+    creation times of the notifications the incident hit, added or removed: its impact) and,
+    for a workflow that stopped, ``usual`` (the notifications its season expected over the
+    stop, without the day's and the hour's own variation: an estimate knowing it exactly).
     """
 
     notifications: pd.DataFrame
@@ -279,6 +281,7 @@ class _Draw:
         self._subscribers(_rng(seed, "subscribers"))
         self.failover = self.now - pd.Timedelta(hours=float(plan.uniform(100, 140)))
         self.plans = self._plans(plan) if incidents else []
+        self.usual: dict[str, np.ndarray] = {}  # each workflow's mean per hour, set by `_users`
 
     # -- who and what -----------------------------------------------------------------------
 
@@ -356,6 +359,7 @@ class _Draw:
             if plan["workflow"] is not None:
                 gone = self._in(plan, times) & (flows == plan["workflow"])
                 plan["hits"] = times[gone]
+                plan["usual"] = self._usual(plan)
                 times, who, flows = times[~gone], who[~gone], flows[~gone]
         order = np.argsort(times, kind="stable")
         times, who, flows = times[order], who[order], flows[order]
@@ -376,6 +380,15 @@ class _Draw:
             plan["hits"] = pd.to_datetime(np.sort(plan["hits"]), utc=True)
         return Traffic(notes, jobs, details, self.plans)
 
+    def _usual(self, plan: dict) -> float:
+        """The notifications a stopped workflow's season expected over ``plan``'s time, without
+        a day's or an hour's own variation: what knowing its traffic exactly would estimate."""
+        hour = pd.Timedelta(hours=1).value
+        starts = self.hours.asi8
+        ends = np.minimum(starts + hour, plan["end"].value)
+        overlap = np.clip(ends - np.maximum(starts, plan["start"].value), 0, None) / hour
+        return float((self.usual[plan["workflow"]] * overlap).sum())
+
     def _in(self, plan: dict, times: np.ndarray) -> np.ndarray:
         return (times >= plan["start"].value) & (times < plan["end"].value)
 
@@ -383,7 +396,7 @@ class _Draw:
         """Times of notifications at ``rate`` per hour (one per hour of `hours`), with a day's
         and an hour's own variation and short bursts (more spread than Poisson)."""
         days = (np.arange(len(rate)) // 24).astype(int)
-        rate = rate * (1 + self.growth) ** ((self.hours - self.now) / pd.Timedelta(weeks=1))
+        rate = self._grown(rate)
         day_noise = rng.gamma(self.shape.day_shape, 1 / self.shape.day_shape, days.max() + 1)[days]
         hour_noise = rng.gamma(self.shape.hour_shape, 1 / self.shape.hour_shape, len(rate))
         counts = rng.poisson(rate * day_noise * hour_noise)
@@ -394,6 +407,10 @@ class _Draw:
         extra = rng.integers(3, self.shape.burst_most + 1, bursts.sum())
         more = np.repeat(times[bursts], extra) + rng.integers(0, 60e9, extra.sum())
         return np.concatenate([times, more])
+
+    def _grown(self, rate: np.ndarray) -> np.ndarray:
+        weeks = np.asarray((self.hours - self.now) / pd.Timedelta(weeks=1))
+        return rate * (1 + self.growth) ** weeks
 
     def _local(self, zone: int) -> pd.DatetimeIndex:
         local = self.hours + pd.Timedelta(hours=float(self.zones[zone]))
@@ -419,12 +436,16 @@ class _Draw:
         """Workflows people trigger by using the product: the daily and weekly rhythm."""
         out = []
         first = self.shape.first_zone
+        fan_out = self.shape.bursts * (3 + self.shape.burst_most) / 2  # extra per notification
         for zone, share in ((0, first), (1, 1 - first)):
             local = self._local(zone)
             weekly = np.where(self._off(local), self.shape.weekend, 1.0) * self._sale(local)
             shape = _diurnal(local.hour + 0.5, self.shape) * weekly
             for name, peak in (("tx", 60), ("login", 25), ("activity", 60), ("reset", 8)):
-                times = self._hourly(rng, shape * peak * share * self.scale)
+                rate = np.asarray(shape * peak * share * self.scale)
+                times = self._hourly(rng, rate)
+                usual = self.usual.get(self.workflow[name], 0.0)
+                self.usual[self.workflow[name]] = usual + self._grown(rate) * (1 + fan_out)
                 who = self._audience(rng, len(times), self.sub_zone == zone)
                 out.append((times, who, np.full(len(times), self.workflow[name])))
         return _joined(out)
