@@ -548,6 +548,17 @@ def test_what_a_drop_missed_is_counted_at_its_days_level():
     assert usual - row["events"] > 1.25 * missing  # the usual day's count: far too many
 
 
+def test_a_stopped_workflows_usual_count_is_what_it_sends_on_average():
+    # the benchmark's "knowing its season exactly": over seeds, the hits of each stop average
+    # its usual count (each seed's day and hour vary it about 16%)
+    ratios = []
+    for seed in range(1, 17):
+        traffic = shaped_traffic(seed, NOW, days=29, scale=0.5)
+        stop = next(i for i in traffic.planted if i["kind"] == "volume_drop" and i["workflow"])
+        ratios.append(len(stop["hits"]) / stop["usual"])
+    assert abs(np.mean(ratios) - 1) < 0.1, ratios
+
+
 def test_a_campaign_sent_at_the_usual_failure_rate_is_no_failure_incident(week):
     # ten times the usual email for two hours, failing as often as usual: no failure row in it
     # but the planted incidents' own
