@@ -16,14 +16,17 @@ HISTORY = pd.Timedelta(days=28)
 NIGHT = range(0, 8)  # UTC hours where the planted provider fails more (the test's own data)
 
 
-def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None, domain=None):
-    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``, and
-    to recipients of ``domain``) that did not fail now fail with ``code``: their last execution
-    detail a Failed one."""
+def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None, domain=None,
+              weekday=None):  # fmt: skip
+    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``, on
+    ``weekday``, to recipients of ``domain``) that did not fail now fail with ``code``: their
+    last execution detail a Failed one."""
     notes, jobs, details = activity
     began = jobs["first_execution_at"]
     chosen = jobs["provider_id"].eq(provider).fillna(False) & jobs["final_status"].ne("failed")
     chosen &= began.dt.hour.isin(list(hours))
+    if weekday is not None:
+        chosen &= began.dt.day_of_week.eq(weekday)
     if during is not None:
         chosen &= (began >= during[0]) & (began < during[1])
     if domain is not None:
@@ -79,6 +82,22 @@ def test_a_rise_at_those_hours_is_still_found_against_their_own_rate(nights):
     assert "at these hours" in row["summary"]
 
 
+def test_a_rate_normally_higher_on_monday_mornings_is_no_incident():
+    # a weekly batch every Monday morning makes a provider fail more then (rate limited), in
+    # the four weeks before as in the window: the hours of the week, not an incident
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    failed = week.jobs[week.jobs["final_status"].eq("failed").fillna(False)]
+    provider = failed["provider_id"].value_counts().index[0]
+    rng = np.random.default_rng(1)
+    monday = {"hours": range(9, 13), "weekday": 0}
+    week = fail_more(week, provider, "RateLimited", 0.25, rng, **monday)
+    history = fail_more(history, provider, "RateLimited", 0.25, rng, **monday)
+    found = find_incidents(week, baseline=history)
+    assert found.empty, list(found["summary"])
+    assert "by hour of the week" in found.attrs["baseline"]
+
+
 def test_a_flat_rate_does_not_vary_by_hour_and_a_nightly_one_does():
     rng = np.random.default_rng(0)
     hours = 28 * 24
@@ -99,6 +118,22 @@ def test_a_flat_rate_does_not_vary_by_hour_and_a_nightly_one_does():
                         "the baseline")  # fmt: skip
     assert not short.varies.any()  # two weeks: too short, flat (and said so)
     assert rates.describe([short]).startswith("flat failure rates")
+    assert learnt.by_week == 0  # the hours of the day say it all
+
+
+def test_a_rate_higher_every_monday_morning_varies_by_hour_of_the_week():
+    rng = np.random.default_rng(0)
+    start, step = pd.Timestamp("2026-10-05", tz="UTC"), pd.Timedelta("1h")  # a Monday
+    trials = rng.poisson(40.0, (1, 28 * 24))
+    monday = np.zeros(7 * 24, bool)
+    monday[6:9] = True  # Mondays 06:00-09:00 UTC
+    rate = np.where(np.tile(monday, 4), 0.15, 0.03)
+    window = (pd.Timestamp("2026-11-02", tz="UTC"), step, 24)  # the next Monday
+    learnt = rates.learn(rng.binomial(trials, rate), trials, start, step, window, "the baseline")
+    assert learnt.varies.all() and learnt.by_week == 1
+    weight = learnt.weight[0]
+    assert 3.0 < weight[6:9].mean() / np.r_[weight[:6], weight[9:]].mean() < 6.0
+    assert "1 of them by hour of the week" in rates.describe([learnt])
 
 
 def test_overdispersion_is_measured():

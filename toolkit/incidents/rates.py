@@ -1,5 +1,5 @@
-"""Failure rates against their baseline: how a group's rate varies with the hour of the day, and
-how much its failures vary beyond a binomial law.
+"""Failure rates against their baseline: how a group's rate varies with the hour of the day (or
+of the week), and how much its failures vary beyond a binomial law.
 
 The history is the baseline's counts per hour (``baseline=`` an Activity) or the window's own
 buckets; each group's events (failed, failed with a code, slow jobs) and trials per bucket.
@@ -12,7 +12,10 @@ left out first: buckets in a tail of their law beyond `TAIL`, judged to start wi
 slot's rate without its highest bucket. A slot's expected rate is then the pooled rate of its
 kept buckets, with one pseudo-failure at the group's mean rate; the `Rates.weight` of a window's
 bucket is its slots' rate over the mean (1 on average over the history's trials). Otherwise (a
-shorter history, a flat rate) the weight is 1 and the rate flat.
+shorter history, a flat rate) the weight is 1 and the rate flat. A rate that varies by hour of
+the *week* beyond what its hours of the day say (sends slower every Monday morning, under a
+weekly batch's load) is tested the same way, slots of the week against those of the day (the
+pseudo-failure at its rate of the day): such a group's profile is by hour of the week.
 
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
@@ -49,13 +52,14 @@ class Rates:
     """Per event group: ``weight`` (groups x the window's buckets: the expected rate there over
     the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
     (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
-    ``what`` it was."""
+    ``what`` it was, and how many groups vary by hour of the week (``by_week``)."""
 
     weight: np.ndarray | None
     dispersion: np.ndarray
     varies: np.ndarray
     weeks: int = 0
     what: str = "the window"
+    by_week: int = 0
 
 
 def describe(learnt: list[Rates]) -> str:
@@ -66,9 +70,11 @@ def describe(learnt: list[Rates]) -> str:
                 "rates by hour of the day)")  # fmt: skip
     varies = sum(int(one.varies.sum()) for one in learnt)
     groups = sum(len(one.varies) for one in learnt)
+    by_week = sum(one.by_week for one in learnt)
+    week = f" ({by_week} of them by hour of the week)" if by_week else ""
     return (
         f"failure rates by hour of the day from the {weeks} weeks of {what} for the "
-        f"{varies} of {groups} groups whose rate varies by hour, the others flat"
+        f"{varies} of {groups} groups whose rate varies by hour{week}, the others flat"
     )
 
 
@@ -87,21 +93,29 @@ def learn(
     varies = np.zeros(len(events), dtype=bool)
     slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
     weeks = events.shape[1] // (7 * slots) if slots else 0
-    profiles = np.ones((len(events), max(slots, 1)))
+    profiles = np.ones((len(events), max(7 * slots, 1)))  # by slot of the week
+    by_week = 0
     for group in range(len(events)):
         dispersion[group] = flat_dispersion(events[group], trials[group])
     if weeks >= MIN_WEEKS:
-        slot = _slot_of(start, step, events.shape[1], step, slots)
+        day = _slot_of(start, step, events.shape[1], step, slots)
+        week = _slot_of(start, step, events.shape[1], step, 7 * slots)
         for group in range(len(events)):
-            profile, p, phi = _profile(events[group], trials[group], slot, slots)
-            if p <= PROFILE_ALPHA / len(events):
+            k, n, level = events[group], trials[group], PROFILE_ALPHA / len(events)
+            profile, p, phi = _profile(k, n, day, slots)
+            if p <= level:
+                profiles[group], varies[group], dispersion[group] = np.tile(profile, 7), True, phi
+            fitted = slots if varies[group] else 1  # the hours of the week beyond the day's
+            profile, p, phi = _profile(k, n, week, 7 * slots, profiles[group], fitted)
+            if p <= level:
                 profiles[group], varies[group], dispersion[group] = profile, True, phi
+                by_week += 1
     weight = None
     if varies.any():
-        covered = _slots_covered(*window, step, slots)
+        covered = _slots_covered(*window, step, 7 * slots)
         weight = np.ones((len(events), window[2]))
         weight[varies] = profiles[varies][:, covered].mean(2)
-    return Rates(weight, dispersion, varies, weeks, what)
+    return Rates(weight, dispersion, varies, weeks, what, by_week)
 
 
 def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:
@@ -117,12 +131,15 @@ def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool 
                for k, n in zip(events, trials, strict=True))  # fmt: skip
 
 
-def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
-    """A group's rate at each slot of the day over its mean rate, the p-value that its rate
-    varies by slot (the quasi-likelihood F test: the slots' departures from the mean rate
-    against the buckets' dispersion around the slots' rates), and that dispersion. Buckets
-    whose count is in a tail of its law beyond `TAIL` (an incident) are left out of both (to
-    start with, against each slot's rate without its bucket of the highest rate)."""
+def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndarray, float, float]:
+    """A group's rate at each slot (of the day, or of the week) over its mean rate, the p-value
+    that its rate varies by slot (the quasi-likelihood F test: the slots' departures from
+    the rate of a simpler model, its mean or ``prior`` (each slot's rate over the mean, with
+    ``fitted`` rates of its own), against the buckets' dispersion around the slots' rates), and
+    that dispersion. Buckets whose count is in a tail of its law beyond `TAIL` (an incident)
+    are left out of both (to start with, against each slot's rate without its bucket of the
+    highest rate)."""
+    prior = np.ones(slots) if prior is None else prior
     sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(sent, events / trials, -1.0)
@@ -134,7 +151,7 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     mean = events.sum() / trials.sum()
     rest = sent & ~top
     start = (np.bincount(slot[rest], events[rest], slots) + 1) / (
-        np.bincount(slot[rest], trials[rest], slots) + 1 / mean
+        np.bincount(slot[rest], trials[rest], slots) + 1 / (mean * prior)
     )
     kept = sent & _likely(events, trials * start[slot], 1.0)
     phi = 1.0
@@ -144,7 +161,7 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
         mean = k.sum() / n.sum() if n.sum() else 0.0
         if mean <= 0:
             return np.ones(slots), 1.0, 1.0
-        rate = (k + 1) / (n + 1 / mean)  # one pseudo-failure at the mean rate
+        rate = (k + 1) / (n + 1 / (mean * prior))  # one pseudo-failure at the simpler rate
         expected = trials * rate[slot]
         square = (events - expected) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -156,8 +173,9 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
             break
         phi = new
     sent = n > 0
-    between = float(((k - n * mean)[sent] ** 2 / (n * mean)[sent]).sum())
-    d1, d2 = int(sent.sum()) - 1, int(kept.sum()) - int(sent.sum())
+    simpler = n * mean * prior
+    between = float(((k - simpler)[sent] ** 2 / simpler[sent]).sum())
+    d1, d2 = int(sent.sum()) - fitted, int(kept.sum()) - int(sent.sum())
     if d1 < 1 or d2 < 1:
         return np.ones(slots), 1.0, phi
     f = between / d1 / phi
@@ -180,14 +198,15 @@ def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
 
 
 def _slot_of(start, step, count, width, slots) -> np.ndarray:
-    """The slot of the day (of ``width``) each of ``count`` buckets of ``step`` from ``start``
-    begins in."""
-    since = (start - start.floor(DAY)).value + np.arange(count, dtype="int64") * step.value
+    """The slot (of ``width``; ``slots`` a day or a week) each of ``count`` buckets of ``step``
+    from ``start`` begins in (counted from the epoch, a midnight: slots of the week are
+    those of the day, each day's in turn)."""
+    since = start.value + np.arange(count, dtype="int64") * step.value
     return (since // width.value) % slots
 
 
 def _slots_covered(start, step, count, width, slots) -> np.ndarray:
-    """The slots of the day (of ``width``) each bucket covers (buckets x slots covered)."""
+    """The slots (of ``width``) each bucket covers (buckets x slots covered)."""
     first = _slot_of(start, step, count, width, slots)
     many = max(1, int(round(step / width)))
     return (first[:, None] + np.arange(many)[None, :]) % slots
