@@ -124,16 +124,16 @@ def test_a_flat_rate_does_not_vary_by_hour_and_a_nightly_one_does():
 def test_a_rate_higher_every_monday_morning_varies_by_hour_of_the_week():
     rng = np.random.default_rng(0)
     start, step = pd.Timestamp("2026-10-05", tz="UTC"), pd.Timedelta("1h")  # a Monday
-    trials = rng.poisson(40.0, (1, 28 * 24))
+    trials = rng.poisson(100.0, (1, 28 * 24))
     monday = np.zeros(7 * 24, bool)
     monday[6:9] = True  # Mondays 06:00-09:00 UTC
-    rate = np.where(np.tile(monday, 4), 0.15, 0.03)
+    rate = np.where(np.tile(monday, 4), 0.2, 0.03)
     window = (pd.Timestamp("2026-11-02", tz="UTC"), step, 24)  # the next Monday
     learnt = rates.learn(rng.binomial(trials, rate), trials, start, step, window, "the baseline")
     assert learnt.varies.all() and learnt.by_week == 1
     weight = learnt.weight[0]
-    assert 3.0 < weight[6:9].mean() / np.r_[weight[:6], weight[9:]].mean() < 6.0
-    assert "1 of them by hour of the week" in rates.describe([learnt])
+    assert 4.5 < weight[6:9].mean() / np.r_[weight[:6], weight[9:]].mean() < 7.5  # 0.2 / 0.034
+    assert "1 of them by hour of the week too" in rates.describe([learnt])
 
 
 def test_overdispersion_is_measured():

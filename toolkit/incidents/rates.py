@@ -1,4 +1,4 @@
-"""Failure rates against their baseline: how a group's rate varies with the hour of the day (or
+"""Failure rates against their baseline: how a group's rate varies with the hour of the day (and
 of the week), and how much its failures vary beyond a binomial law.
 
 The history is the baseline's counts per hour (``baseline=`` an Activity) or the window's own
@@ -12,10 +12,12 @@ left out first: buckets in a tail of their law beyond `TAIL`, judged to start wi
 slot's rate without its highest bucket. A slot's expected rate is then the pooled rate of its
 kept buckets, with one pseudo-failure at the group's mean rate; the `Rates.weight` of a window's
 bucket is its slots' rate over the mean (1 on average over the history's trials). Otherwise (a
-shorter history, a flat rate) the weight is 1 and the rate flat. A rate that varies by hour of
-the *week* beyond what its hours of the day say (sends slower every Monday morning, under a
-weekly batch's load) is tested the same way, slots of the week against those of the day (the
-pseudo-failure at its rate of the day): such a group's profile is by hour of the week.
+shorter history, a flat rate) the weight is 1 and the rate flat.
+
+*Hours of the week.* A slot of the week whose rate departs from its hour of the day's in every
+week, its highest bucket aside (at `PROFILE_ALPHA` over the groups and the slots: sends slower
+every Monday morning under a weekly batch's load; a one-off incident is one bucket, aside), has
+its own rate, pooled as the day's slots are (`_by_week`).
 
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
@@ -52,7 +54,7 @@ class Rates:
     """Per event group: ``weight`` (groups x the window's buckets: the expected rate there over
     the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
     (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
-    ``what`` it was, and how many groups vary by hour of the week (``by_week``)."""
+    ``what`` it was, and how many groups have hours of the week of their own (``by_week``)."""
 
     weight: np.ndarray | None
     dispersion: np.ndarray
@@ -71,7 +73,7 @@ def describe(learnt: list[Rates]) -> str:
     varies = sum(int(one.varies.sum()) for one in learnt)
     groups = sum(len(one.varies) for one in learnt)
     by_week = sum(one.by_week for one in learnt)
-    week = f" ({by_week} of them by hour of the week)" if by_week else ""
+    week = f" ({by_week} of them by hour of the week too)" if by_week else ""
     return (
         f"failure rates by hour of the day from the {weeks} weeks of {what} for the "
         f"{varies} of {groups} groups whose rate varies by hour{week}, the others flat"
@@ -100,16 +102,15 @@ def learn(
     if weeks >= MIN_WEEKS:
         day = _slot_of(start, step, events.shape[1], step, slots)
         week = _slot_of(start, step, events.shape[1], step, 7 * slots)
+        level = PROFILE_ALPHA / len(events)
         for group in range(len(events)):
-            k, n, level = events[group], trials[group], PROFILE_ALPHA / len(events)
+            k, n = events[group], trials[group]
             profile, p, phi = _profile(k, n, day, slots)
             if p <= level:
                 profiles[group], varies[group], dispersion[group] = np.tile(profile, 7), True, phi
-            fitted = slots if varies[group] else 1  # the hours of the week beyond the day's
-            profile, p, phi = _profile(k, n, week, 7 * slots, profiles[group], fitted)
-            if p <= level:
-                profiles[group], varies[group], dispersion[group] = profile, True, phi
-                by_week += 1
+            weekly = _by_week(k, n, week, profiles[group], dispersion[group], level)
+            if weekly is not None:
+                profiles[group], varies[group], by_week = weekly, True, by_week + 1
     weight = None
     if varies.any():
         covered = _slots_covered(*window, step, 7 * slots)
@@ -131,15 +132,12 @@ def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool 
                for k, n in zip(events, trials, strict=True))  # fmt: skip
 
 
-def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndarray, float, float]:
-    """A group's rate at each slot (of the day, or of the week) over its mean rate, the p-value
-    that its rate varies by slot (the quasi-likelihood F test: the slots' departures from
-    the rate of a simpler model, its mean or ``prior`` (each slot's rate over the mean, with
-    ``fitted`` rates of its own), against the buckets' dispersion around the slots' rates), and
-    that dispersion. Buckets whose count is in a tail of its law beyond `TAIL` (an incident)
-    are left out of both (to start with, against each slot's rate without its bucket of the
-    highest rate)."""
-    prior = np.ones(slots) if prior is None else prior
+def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
+    """A group's rate at each slot of the day over its mean rate, the p-value that its rate
+    varies by slot (the quasi-likelihood F test: the slots' departures from the mean rate
+    against the buckets' dispersion around the slots' rates), and that dispersion. Buckets
+    whose count is in a tail of its law beyond `TAIL` (an incident) are left out of both (to
+    start with, against each slot's rate without its bucket of the highest rate)."""
     sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(sent, events / trials, -1.0)
@@ -151,7 +149,7 @@ def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndar
     mean = events.sum() / trials.sum()
     rest = sent & ~top
     start = (np.bincount(slot[rest], events[rest], slots) + 1) / (
-        np.bincount(slot[rest], trials[rest], slots) + 1 / (mean * prior)
+        np.bincount(slot[rest], trials[rest], slots) + 1 / mean
     )
     kept = sent & _likely(events, trials * start[slot], 1.0)
     phi = 1.0
@@ -161,7 +159,7 @@ def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndar
         mean = k.sum() / n.sum() if n.sum() else 0.0
         if mean <= 0:
             return np.ones(slots), 1.0, 1.0
-        rate = (k + 1) / (n + 1 / (mean * prior))  # one pseudo-failure at the simpler rate
+        rate = (k + 1) / (n + 1 / mean)  # one pseudo-failure at the mean rate
         expected = trials * rate[slot]
         square = (events - expected) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -173,9 +171,8 @@ def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndar
             break
         phi = new
     sent = n > 0
-    simpler = n * mean * prior
-    between = float(((k - simpler)[sent] ** 2 / simpler[sent]).sum())
-    d1, d2 = int(sent.sum()) - fitted, int(kept.sum()) - int(sent.sum())
+    between = float(((k - n * mean)[sent] ** 2 / (n * mean)[sent]).sum())
+    d1, d2 = int(sent.sum()) - 1, int(kept.sum()) - int(sent.sum())
     if d1 < 1 or d2 < 1:
         return np.ones(slots), 1.0, phi
     f = between / d1 / phi
@@ -183,9 +180,40 @@ def _profile(events, trials, slot, slots, prior=None, fitted=1) -> tuple[np.ndar
     return rate / total, float(betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * f))), phi
 
 
+def _by_week(events, trials, week, daily, phi, level) -> np.ndarray | None:
+    """A group's rate at each slot of the week over its mean rate: its hour of the day's
+    (``daily``, by slot of the week), but for the slots whose count departs from it in their
+    weeks without their highest bucket (two-sided, dispersion ``phi``, at ``level`` over the
+    slots): a weekly batch's hour, not a one-off incident. None when no slot departs."""
+    slots = len(daily)
+    sent = trials > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(sent, events / trials, -1.0)
+    order = np.lexsort((rate, week))  # by slot, then rate: each slot's last is its highest
+    top = np.zeros(len(events), dtype=bool)
+    top[order[np.r_[week[order][1:] != week[order][:-1], True]]] = True
+    rest = sent & ~top
+    k = np.bincount(week[rest], events[rest], slots)
+    n = np.bincount(week[rest], trials[rest], slots)
+    mean = events.sum() / trials.sum() if trials.sum() else 0.0
+    if mean <= 0:
+        return None
+    departs = (n > 0) & (2 * _tail(k, n * mean * daily, phi) <= level / slots)
+    if not departs.any():
+        return None
+    own = (k + 1) / (n + 1 / (mean * daily)) / mean  # one pseudo-failure at the day's rate
+    return np.where(departs, own, daily)
+
+
 def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
     """Which counts are not in a tail of the negative binomial law of their expected count and
     dispersion ``phi`` (a Poisson law at 1) beyond `TAIL`: the others are incidents."""
+    return _tail(events, expected, phi) >= TAIL
+
+
+def _tail(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
+    """The chance of counts as low or as high as ``events`` (the smaller) under the negative
+    binomial law of their expected count and dispersion ``phi`` (a Poisson law at 1)."""
     mean = np.maximum(expected, 1e-9)
     if phi <= 1 + 1e-9:
         low, high = gammaincc(events + 1, mean), gammainc(np.maximum(events, 1e-9), mean)
@@ -194,13 +222,13 @@ def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
         low = betainc(size, events + 1, success)
         high = betainc(np.maximum(events, 1e-9), size, 1 - success)
     high = np.where(events > 0, high, 1.0)
-    return np.minimum(low, high) >= TAIL
+    return np.minimum(low, high)
 
 
 def _slot_of(start, step, count, width, slots) -> np.ndarray:
-    """The slot (of ``width``; ``slots`` a day or a week) each of ``count`` buckets of ``step``
-    from ``start`` begins in (counted from the epoch, a midnight: slots of the week are
-    those of the day, each day's in turn)."""
+    """The slot (of ``width``; ``slots`` a day's or a week's) each of ``count`` buckets of
+    ``step`` from ``start`` begins in, counted from the epoch (a midnight, so that a slot of
+    the week is its slot of the day ``slots // 7`` times over)."""
     since = start.value + np.arange(count, dtype="int64") * step.value
     return (since // width.value) % slots
 
