@@ -544,8 +544,9 @@ class _Found:
                                        self._buckets, "the window")  # fmt: skip
                     learnt.dispersion[new] = mine.dispersion
                     learnt.varies[new] = False
-                    if learnt.weight is not None:
-                        learnt.weight[new] = 1.0
+                    for weight in [learnt.weight, *(learnt.off or [])]:
+                        if weight is not None:
+                            weight[new] = 1.0
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         self.rates[name] = learnt
@@ -661,10 +662,12 @@ class _Found:
             return None
         trials = len(inside)
         events = trials - int(in_hits.sum()) if spec.low else int(in_hits.sum())
-        # the trials weighed by their hours' expected rate (`rates`): as many when it is flat
-        weighed = trials
+        # the trials weighed by their hours' expected rate (`rates`): as many when it is flat;
+        # and by those an hour off (the clocks changed): a rate usual there is no incident
+        weighed, off = trials, []
         if scan.weight is not None:
             weighed = float(scan.weight[pick.group, bucket[inside]].sum())
+            off = [float(w[pick.group, bucket[inside]].sum()) for w in self.rates[name].off or []]
         if scan.base is None:
             out_events = scan.events[pick.group].sum() - events
             out_trials = scan.weighed(pick.group).sum() - weighed
@@ -681,6 +684,8 @@ class _Found:
             return None
         first, last = inside[in_hits][[0, -1]]
         phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
+        p = max(p_value(events / phi, weight, out_events / phi, out_trials, low=spec.low)
+                for weight in [weighed, *off])  # fmt: skip
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -697,10 +702,7 @@ class _Found:
             "events": events,
             "rate": rate,
             "base_rate": base_rate,
-            "p_value": min(
-                1.0,
-                tests * p_value(events / phi, weighed, out_events / phi, out_trials, low=spec.low),
-            ),  # fmt: skip
+            "p_value": min(1.0, tests * p),
             "hourly": bool(self.rates[name].varies[pick.group]),
             "ongoing": bool(ongoing),
             "expected": trials * base_rate,

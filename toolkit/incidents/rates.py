@@ -19,6 +19,11 @@ week, its highest bucket aside (at `PROFILE_ALPHA` over the groups and the slots
 every Monday morning under a weekly batch's load; a one-off incident is one bucket, aside), has
 its own rate, pooled as the day's slots are (`_by_week`).
 
+*An hour off.* `Rates.off` weighs the window's buckets by the profile an hour earlier and an
+hour later: a period whose rate is its hours' usual rate an hour off (the clocks changed for
+summer time, and a batch at 07:00 local moved an hour in UTC) is no incident
+(`toolkit.incidents.detect`).
+
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
 count in a period varies more than a binomial law says: its ``dispersion`` ``phi`` is the
 history's variance of the bucket counts around their expected counts over those expected counts
@@ -46,7 +51,7 @@ PROFILE_ALPHA = 0.01
 #: A bucket's count less likely than this (either tail) under the profile is an incident of the
 #: history, left out of the profile and its test.
 TAIL = 1e-4
-DAY = pd.Timedelta(days=1)
+DAY, HOUR = pd.Timedelta(days=1), pd.Timedelta(hours=1)
 
 
 @dataclass
@@ -54,7 +59,9 @@ class Rates:
     """Per event group: ``weight`` (groups x the window's buckets: the expected rate there over
     the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
     (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
-    ``what`` it was, and how many groups have hours of the week of their own (``by_week``)."""
+    ``what`` it was, how many groups have hours of the week of their own (``by_week``), and
+    ``off``: ``weight`` with the profile an hour earlier and an hour later (None when flat, or
+    when the history's buckets do not divide an hour)."""
 
     weight: np.ndarray | None
     dispersion: np.ndarray
@@ -62,6 +69,7 @@ class Rates:
     weeks: int = 0
     what: str = "the window"
     by_week: int = 0
+    off: list[np.ndarray] | None = None
 
 
 def describe(learnt: list[Rates]) -> str:
@@ -111,12 +119,22 @@ def learn(
             weekly = _by_week(k, n, week, profiles[group], dispersion[group], level)
             if weekly is not None:
                 profiles[group], varies[group], by_week = weekly, True, by_week + 1
-    weight = None
+    weight, off = None, None
     if varies.any():
         covered = _slots_covered(*window, step, 7 * slots)
-        weight = np.ones((len(events), window[2]))
-        weight[varies] = profiles[varies][:, covered].mean(2)
-    return Rates(weight, dispersion, varies, weeks, what, by_week)
+        weight = _weight(profiles, varies, covered)
+        if step <= HOUR and HOUR % step == pd.Timedelta(0):
+            off = [_weight(profiles, varies, (covered + shift) % (7 * slots))
+                   for shift in (-(HOUR // step), HOUR // step)]  # fmt: skip
+    return Rates(weight, dispersion, varies, weeks, what, by_week, off)
+
+
+def _weight(profiles: np.ndarray, varies: np.ndarray, covered: np.ndarray) -> np.ndarray:
+    """The window's buckets' expected rates over their groups' means: the mean of the profile
+    over the ``covered`` slots of each bucket (1 for a group whose rate is flat)."""
+    weight = np.ones((len(profiles), len(covered)))
+    weight[varies] = profiles[varies][:, covered].mean(2)
+    return weight
 
 
 def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:
