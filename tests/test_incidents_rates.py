@@ -166,3 +166,23 @@ def test_an_incident_holding_much_of_a_short_window_is_tested_with_the_rest_s_di
     assert (best.first, best.stop) == (40, 42) and best.p_value < 1e-9
     assert pick.period_dispersion(0, 40, 42) == 1.0
     assert wide.p_value > 1e-4  # the old test: not significant over a few thousand periods
+
+
+def test_a_steady_error_that_stops_before_a_window_read_alone_ends_is_no_incident():
+    # 2% of a push provider's sends fail Unregistered for 26 of 28 days, then none (another
+    # failure took those sends over): the window saw the rate fall at its end, not rise
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - HISTORY
+    activity = traffic.window(after, NOW)[0]
+    push = activity.jobs[activity.jobs["type"].astype(str).eq("push")]
+    provider = push["provider_id"].value_counts().index[0]
+    until = (after, NOW - pd.Timedelta(days=2))
+    steady = fail_more(activity, provider, "Unregistered", 0.02, np.random.default_rng(0),
+                       hours=range(24), during=until)  # fmt: skip
+    found = find_incidents(steady)
+    assert found.empty, list(found["summary"])
+    # the same error rising for the last 2 days is one
+    until = (NOW - pd.Timedelta(days=2), NOW)
+    risen = fail_more(activity, provider, "Unregistered", 0.05, np.random.default_rng(0),
+                      hours=range(24), during=until)  # fmt: skip
+    found = find_incidents(risen)
+    assert found["provider_id"].tolist() == [provider], list(found["summary"])

@@ -691,6 +691,8 @@ class _Found:
             ongoing = not self.later(row, last, events=True)
         else:
             ongoing = (1 - rate) ** self.later(row, last) > STILL_GOING
+        if scan.base is None and not ongoing and _never_began(scan, pick, weighed):
+            return None
         return {
             **row,
             "start": table["at"].iloc[first],
@@ -747,6 +749,15 @@ class _Found:
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
         return engine_counts.failure_payloads(self.source, **self.window, job_ids=job_ids)
+
+
+def _never_began(scan: Scan, pick: Pick, weighed: float) -> bool:
+    """Whether a period compared with the rest of the window holds more of its (weighed)
+    trials than the rest, most of which is after it: the window saw the rate fall at its end,
+    not rise (a steady background error that another failure took over at the end)."""
+    trials = scan.weighed(pick.group)
+    before, after = trials[: pick.first].sum(), trials[pick.stop :].sum()
+    return weighed > before + after and before < after
 
 
 def _counted(name: str) -> tuple[str, str]:
