@@ -19,6 +19,7 @@ from toolkit.words import provider_name
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
 HISTORY = pd.Timedelta(days=28)
+HOUR = pd.Timedelta(hours=1)
 
 
 def read(traffic, days: int, *, baseline: bool = True):
@@ -272,6 +273,58 @@ def test_a_runaway_workflow_is_a_volume_spike():
     runaway = next(p for p in traffic.planted if p["kind"] == "volume_spike")
     spikes = found[found["kind"].eq("volume_spike")]
     assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
+
+
+def looped(activity, workflow, start, count, people):
+    """``activity`` with ``count`` more notifications of ``workflow`` over the hour from
+    ``start``, each for one of the subscribers of ``people`` (notifications rows): copies of
+    its own, their jobs and execution details moved to their new time."""
+    notes, jobs, details = activity
+    rng = np.random.default_rng(0)
+    own = notes[notes["workflow_identifier"].eq(workflow)].sample(count, replace=True,
+                                                                     random_state=1)  # fmt: skip
+    at = start + pd.to_timedelta(rng.random(count) * 3600, unit="s")
+    copies = pd.DataFrame({"old": own["notification_id"].to_numpy(),
+                           "new": [f"loop-{n}" for n in range(count)],
+                           "shift": at - pd.DatetimeIndex(own["created_at"])})  # fmt: skip
+    who = people.iloc[rng.integers(0, len(people), count)]
+    new_notes = own.assign(notification_id=copies["new"].to_numpy(), created_at=at,
+                           subscriber_id=who["subscriber_id"].to_numpy(),
+                           subscriber_email=who["subscriber_email"].to_numpy())  # fmt: skip
+    new_jobs = copies.merge(jobs, left_on="old", right_on="notification_id")
+    new_jobs["notification_id"] = new_jobs["new"]
+    new_jobs["old_job"], new_jobs["job_id"] = new_jobs["job_id"], new_jobs["new"] + "-" + new_jobs["job_id"]  # fmt: skip
+    for column in ("first_execution_at", "last_execution_at"):
+        new_jobs[column] = new_jobs[column] + new_jobs["shift"]
+    new_details = new_jobs[["old_job", "job_id", "notification_id", "shift"]].merge(
+        details.drop(columns=["notification_id"]).rename(columns={"job_id": "old_job"})
+    )
+    new_details["created_at"] = new_details["created_at"] + new_details["shift"]
+    return type(activity)(
+        pd.concat([notes, new_notes], ignore_index=True),
+        pd.concat([jobs, new_jobs[jobs.columns]], ignore_index=True),
+        pd.concat([details, new_details[details.columns]], ignore_index=True),
+    )
+
+
+def test_a_loop_in_a_workflow_that_triggers_every_minute_is_a_volume_spike():
+    # a loop re-triggering the busiest workflow for five people: nearly every minute of its
+    # hours had a trigger already, so its send occasions cannot grow; its repeats do
+    traffic, after = shaped_traffic(2, NOW, scale=3, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    notes = week.notifications
+    minutes = notes["created_at"].dt.floor("min").groupby(notes["workflow_identifier"])
+    workflow = minutes.nunique().idxmax()  # the one triggering in the most minutes
+    start = pd.Timestamp("2026-10-28T14:20:00Z")  # a Wednesday afternoon
+    hour = notes[notes["workflow_identifier"].eq(workflow)
+                 & (notes["created_at"] >= start) & (notes["created_at"] < start + HOUR)]  # fmt: skip
+    assert hour["created_at"].dt.floor("min").nunique() >= 50  # of 60 minutes
+    people = notes.drop_duplicates("subscriber_id").iloc[:5]
+    found = find_incidents(looped(week, workflow, start, 3 * len(hour), people), baseline=history)
+    spikes = found[found["kind"].eq("volume_spike")]
+    assert [flows[0] for flows in spikes["workflows"]] == [workflow], list(found["summary"])
+    assert abs(spikes.iloc[0]["notifications"] / (3 * len(hour)) - 1) < 0.2
+    assert found["kind"].eq("volume_spike").all(), list(found["summary"])
 
 
 @pytest.mark.parametrize("days", [3, 7])
@@ -657,6 +710,9 @@ def test_send_occasions_are_distinct_minutes_alike_in_a_store(engine, tmp_path, 
     by_hand = minute.groupby(minute.dt.floor("h")).nunique()
     assert given[0]["workflow"].eq(workflow).all()
     assert given[0]["occasions"].tolist() == by_hand.tolist()
+    hourly = mine.groupby(minute.dt.floor("h"))
+    repeats = hourly["notification_id"].nunique() - hourly["subscriber_id"].nunique()
+    assert given[0]["repeats"].tolist() == repeats.tolist()
     last = mine.groupby(minute.dt.floor("h"))["triggered_at"].max().to_numpy()
     assert (
         abs(given[0]["last_at"].to_numpy() - last) <= pd.Timedelta("1us")

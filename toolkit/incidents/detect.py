@@ -374,12 +374,12 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
 
 def _occasions(groups: dict, source, window, span, sends, history) -> dict:
     """Per level of ``groups`` (level: its groups' keys), the season of the groups' send
-    occasions (`volume.occasion_season`; a sentence when a history of counts has none) and the
+    occasions (`volume.occasion_season`; a sentence when a history of counts has none), the
     window's (``span``: its start, end and the days its source does not hold)
-    `toolkit.counts.occasion_counts`: the window's counted from ``source`` (the
-    groups only, when the season is the window's own weeks), its history's from ``sends`` (a
-    store, an Activity) over the span of ``history`` (the groups and the window's), each in
-    one query."""
+    `toolkit.counts.occasion_counts` and the season of their repeats: the window's counted
+    from ``source`` (the groups only, when the season is the window's own weeks), its
+    history's from ``sends`` (a store, an Activity) over the span of ``history`` (the groups
+    and the window's), each in one query."""
     levels = list(groups)
     by = [season.LEVELS[level] for level in levels]
     own = None if history else [groups[level] for level in levels]
@@ -387,17 +387,19 @@ def _occasions(groups: dict, source, window, span, sends, history) -> dict:
     after, before, missing = span
     build = partial(season.build, after=after, before=before, missing=missing)
     if history and sends is None:
-        return {level: ("a baseline of counts has no send occasions", frame)
+        return {level: ("a baseline of counts has no send occasions", frame, None)
                 for level, frame in zip(levels, counted, strict=True)}  # fmt: skip
     held = [None] * len(levels)
     if history:
         kept = [groups[level] + volume.groups_of(frame, level) for level, frame in zip(levels, counted, strict=True)]  # fmt: skip
         held = occasion_counts(sends, after=history[1][0], before=history[1][1], by=by, groups=kept)
-    return {
-        level: (volume.occasion_season(level, build, frame,
-                                       None if old is None else (old, *history[1:])), frame)
-        for level, frame, old in zip(levels, counted, held, strict=True)
-    }  # fmt: skip
+    out = {}
+    for level, frame, old in zip(levels, counted, held, strict=True):
+        before = None if old is None else (old, *history[1:])
+        seasons = [volume.occasion_season(level, build, frame, before, column)
+                   for column in ("occasions", "repeats")]  # fmt: skip
+        out[level] = (seasons[0], frame, seasons[1])
+    return out
 
 
 def _unheld(source: Any, after: pd.Timestamp, before: pd.Timestamp) -> list[tuple]:

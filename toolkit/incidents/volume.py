@@ -111,7 +111,7 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
         asked.setdefault(level, []).extend(keys for _, keys in picks)
     seasons = occasions(asked)
     for (level, low), picks in tested.items():
-        sent, frame = seasons[level]
+        sent, frame, _ = seasons[level]
         if not isinstance(sent, Season):
             continue
         named, observed, expected, variance, _ = sent.groups(level)
@@ -220,15 +220,16 @@ def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
     return min(1.0, chance * (1 + x))
 
 
-def occasion_season(level: str, build: Callable[..., Season | str], window, history=None):
-    """The season of the occasions of ``level``'s groups (`toolkit.counts.occasion_counts` of
-    the window and, when given, ``history`` ``(counts, span, gaps)``) by ``build`` (a
-    `toolkit.incidents.season.build` of the window's span): its cells are the groups, the other
-    dimensions of `toolkit.incidents.season.CELL` missing."""
+def occasion_season(level: str, build: Callable[..., Season | str], window, history=None,
+                    column: str = "occasions"):  # fmt: skip
+    """The season of the occasions (``column``: or their ``repeats``) of ``level``'s groups
+    (`toolkit.counts.occasion_counts` of the window and, when given, ``history`` ``(counts,
+    span, gaps)``) by ``build`` (a `toolkit.incidents.season.build` of the window's span): its
+    cells are the groups, the other dimensions of `toolkit.incidents.season.CELL` missing."""
     names = list(LEVELS[level])
 
     def as_cells(frame: pd.DataFrame) -> pd.DataFrame:
-        frame = frame[["bucket", *names, "occasions"]].rename(columns={"occasions": "jobs"})
+        frame = frame[["bucket", *names, column]].rename(columns={column: "jobs"})
         for name in CELL:
             if name not in names:
                 frame[name] = pd.array([None] * len(frame), dtype="string")
@@ -663,10 +664,12 @@ def _beyond_history(season: Season, row: dict) -> bool:
 def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], dict],
               alpha: float) -> list[dict]:  # fmt: skip
     """The ``spikes`` that are spikes of send occasions too (distinct minutes with a trigger,
-    ``occasions`` as `on_occasions` takes them, `_occasion_p` at ``alpha``), or whose busiest
-    hour sent more than twice the group's busiest hour in its history (its own week left out):
-    a loop or a crowd triggering one by one, or a fan-out larger than any the group made. A
-    fan-out or a burst sent at once is one occasion: its jobs make a tail heavier than their
+    ``occasions`` as `on_occasions` takes them, `_occasion_p` at ``alpha``) or of repeats
+    (notifications beyond one per subscriber: a loop re-triggering for a few subscribers, seen
+    where the group already triggers in most minutes), or whose busiest hour sent more than
+    twice the group's busiest hour in its history (its own week left out): a loop or a crowd
+    triggering one by one, or a fan-out larger than any the group made. A fan-out or a burst
+    sent at once is one occasion, once per subscriber: its jobs make a tail heavier than their
     variance says (a small workflow's bursts of ten at an hour that usually sends one). With
     a history of counts only (no occasions), every spike stays."""
     levels: dict[str, list[dict]] = {}
@@ -675,16 +678,22 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     seasons = occasions(levels)
     kept = []
     for row in spikes:
-        sent = seasons[row["level"]][0]
+        sent, _, repeats = seasons[row["level"]]
         if not isinstance(sent, Season) or _larger_than_any(season, row):
             kept.append(row)
             continue
-        named, observed, expected, (hourly, spread), _ = sent.groups(row["level"])
-        group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
-        counts = observed[group], expected[group], hourly[group], spread[group]
-        if _occasion_p(*counts, row["first"], row["stop"]) <= alpha:
+        if any(_occasion_p(*_group_counts(one, row), row["first"], row["stop"]) <= alpha
+               for one in (sent, repeats)):  # fmt: skip
             kept.append(row)
     return kept
+
+
+def _group_counts(sent: Season, row: dict) -> tuple:
+    """The observed and expected counts, hourly variance and day spread of ``row``'s group in
+    the season of its level's occasions (or repeats) ``sent``."""
+    named, observed, expected, (hourly, spread), _ = sent.groups(row["level"])
+    group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
+    return observed[group], expected[group], hourly[group], spread[group]
 
 
 def _larger_than_any(season: Season, row: dict) -> bool:
