@@ -64,9 +64,10 @@ min_ratio`` of its expected jobs is a ``volume_drop``; with ``min_ratio`` times 
 than its bursts and two hours of its busiest traffic, and a larger departure than any of the
 group's in each week of the history against the others, a ``volume_spike`` (recurring batches
 and the group's usual bursts are in the history, so only what departs from it is) when its send
-occasions (below) depart too, or its busiest hour sends more than twice the group's busiest in
-the history (`volume.triggered`: a fan-out sent at once is one occasion, and makes a tail
-heavier than its variance says). A period not significant by its counts is by its occasions,
+occasions (below) or its repeats (notifications beyond one per subscriber: a loop for a few
+people, where the group triggers in most minutes already) depart too, or its busiest hour sends
+more than twice the group's busiest in the history (`volume.triggered`: a fan-out sent at once
+is one occasion, once per subscriber, and makes a tail heavier than its variance says). A period not significant by its counts is by its occasions,
 when they are (`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is
 its group's usual traffic an hour off is none (`volume.an_hour_off`: summer time's end moves
 what is sent at a local hour an hour in UTC): half of what it misses (sends too many) is too
@@ -132,7 +133,11 @@ quasi-likelihood F test of the hours' rates against that dispersion, at 0.01 ove
 its trials are weighed by the rate of their hour: a period's expected failures are its sends at
 their hours' usual rate, so a night that always fails more is not an incident and a night
 failing more than its usual is ("usually X at these hours"); otherwise the rate is flat, and
-``attrs["baseline"]`` says which. The p-value is multiplied by the number of periods examined in
+``attrs["baseline"]`` says which. An hour of the week departing from its hour of the day in every
+week, its highest aside, keeps its own rate (a weekly batch's load: `rates._by_week`); a period
+at the rate its hours have an hour earlier or later is no incident (the clocks changed:
+`rates.Rates.off`). Read alone, a window's period holding most of its jobs, the rest mostly after
+it, that ended is no incident: the window saw the rate fall, not rise (`detect._never_began`). The p-value is multiplied by the number of periods examined in
 all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods with enough
 evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
 drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
