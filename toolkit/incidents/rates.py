@@ -110,9 +110,8 @@ def learn(
     if weeks >= MIN_WEEKS:
         day = _slot_of(start, step, events.shape[1], step, slots)
         week = _slot_of(start, step, events.shape[1], step, 7 * slots)
-        level = PROFILE_ALPHA / len(events)
         for group in range(len(events)):
-            k, n = events[group], trials[group]
+            k, n, level = events[group], trials[group], PROFILE_ALPHA / len(events)
             profile, p, phi = _profile(k, n, day, slots)
             if p <= level:
                 profiles[group], varies[group], dispersion[group] = np.tile(profile, 7), True, phi
