@@ -199,9 +199,11 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
 
 def _by_week(events, trials, week, daily, phi, level) -> np.ndarray | None:
     """A group's rate at each slot of the week over its mean rate: its hour of the day's
-    (``daily``, by slot of the week), but for the slots whose count departs from it in their
-    weeks without their highest bucket (two-sided, dispersion ``phi``, at ``level`` over the
-    slots): a weekly batch's hour, not a one-off incident. None when no slot departs."""
+    (``daily``, by slot of the week), but for the slots whose count departs from the same hour
+    of the other days (two-sided, dispersion ``phi``, at ``level`` over the slots) in their
+    weeks without their highest bucket: a weekly batch's hour, not a one-off incident (the
+    other days, not the hour's pooled rate, which a busy Monday's own sends dominate). None
+    when no slot departs."""
     slots = len(daily)
     sent = trials > 0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -215,10 +217,13 @@ def _by_week(events, trials, week, daily, phi, level) -> np.ndarray | None:
     mean = events.sum() / trials.sum() if trials.sum() else 0.0
     if mean <= 0:
         return None
-    departs = (n > 0) & (2 * _tail(k, n * mean * daily, phi) <= level / slots)
+    hour = np.arange(slots) % (slots // 7)  # each slot's slot of the day
+    others = [np.bincount(hour, count, slots // 7)[hour] - count for count in (k, n)]
+    usual = (others[0] + 1) / (others[1] + 1 / mean)  # one pseudo-failure at the mean rate
+    departs = (n > 0) & (2 * _tail(k, n * usual, phi) <= level / slots)
     if not departs.any():
         return None
-    own = (k + 1) / (n + 1 / (mean * daily)) / mean  # one pseudo-failure at the day's rate
+    own = (k + 1) / (n + 1 / usual) / mean  # one pseudo-failure at the other days' rate
     return np.where(departs, own, daily)
 
 
