@@ -91,9 +91,10 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
     the p-value of its silence; a group whose best-scoring run is not significant (p-value
     above ``threshold``) takes its run without a job and the most expected jobs instead when
     that silence is less likely. A spike's pick that is not significant takes the p-value of
-    its occasions (`_occasion_p`) when that is smaller: fan-outs make a group's counts vary
-    widely, so that hundreds of sends more than usual may be a few fan-outs more, but as many
-    more occasions are as many more triggers (a runaway loop). No occasions (a history of
+    its occasions (`_occasion_p`), or of its repeats, when that is smaller: fan-outs make a
+    group's counts vary widely, so that hundreds of sends more than usual may be a few fan-outs
+    more, but as many more occasions are as many more triggers, and as many more repeats as
+    many more re-triggers for the same people (a runaway loop). No occasions (a history of
     counts only): the count's law."""
     tested = {}
     for (level, low), (one, (keys, _, _)) in counted.items():
@@ -111,7 +112,7 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
         asked.setdefault(level, []).extend(keys for _, keys in picks)
     seasons = occasions(asked)
     for (level, low), picks in tested.items():
-        sent, frame, _ = seasons[level]
+        sent, frame, repeats = seasons[level]
         if not isinstance(sent, Season):
             continue
         named, observed, expected, variance, _ = sent.groups(level)
@@ -121,8 +122,10 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
             if group is None:
                 continue
             counts = observed[group], expected[group], variance[0][group], variance[1][group]
-            if not low:
-                pick.p_value = min(pick.p_value, _occasion_p(*counts, pick.first, pick.stop))
+            if not low:  # as many more triggers (or repeats: a loop where every minute sends)
+                pick.p_value = min(pick.p_value, *(
+                    _occasion_p(*_group_counts(one, level, keys), pick.first, pick.stop)
+                    for one in (sent, repeats)))  # fmt: skip
                 continue
             first, stop, jobs = (
                 (pick.first, pick.stop, pick.expected) if pick.events == 0 else pick.silent
@@ -682,17 +685,17 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
         if not isinstance(sent, Season) or _larger_than_any(season, row):
             kept.append(row)
             continue
-        if any(_occasion_p(*_group_counts(one, row), row["first"], row["stop"]) <= alpha
-               for one in (sent, repeats)):  # fmt: skip
+        if any(_occasion_p(*_group_counts(one, row["level"], row["keys"]), row["first"],
+                           row["stop"]) <= alpha for one in (sent, repeats)):  # fmt: skip
             kept.append(row)
     return kept
 
 
-def _group_counts(sent: Season, row: dict) -> tuple:
-    """The observed and expected counts, hourly variance and day spread of ``row``'s group in
-    the season of its level's occasions (or repeats) ``sent``."""
-    named, observed, expected, (hourly, spread), _ = sent.groups(row["level"])
-    group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
+def _group_counts(sent: Season, level: str, keys: dict) -> tuple:
+    """The observed and expected counts, hourly variance and day spread of the group of
+    ``keys`` in the season of ``level``'s occasions (or repeats) ``sent``."""
+    named, observed, expected, (hourly, spread), _ = sent.groups(level)
+    group = [tuple(key.values()) for key in named].index(tuple(keys.values()))
     return observed[group], expected[group], hourly[group], spread[group]
 
 
