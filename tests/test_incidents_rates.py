@@ -134,6 +134,9 @@ def test_a_rate_higher_every_monday_morning_varies_by_hour_of_the_week():
     weight = learnt.weight[0]
     assert 4.5 < weight[6:9].mean() / np.r_[weight[:6], weight[9:]].mean() < 7.5  # 0.2 / 0.034
     assert "1 of them by hour of the week too" in rates.describe([learnt])
+    at = np.array([pd.Timestamp("2026-11-02T07:30", tz="UTC").value])  # a job: its own slot
+    assert learnt.weigh(0, at, pd.Timedelta(0)) == pytest.approx(weight[7])
+    assert learnt.weigh(0, at, pd.Timedelta(hours=2)) == pytest.approx(weight[9])  # usual
     none = rates.learn(np.zeros((0, 28 * 24)), np.zeros((0, 28 * 24)), start, step, window,
                        "the window")  # fmt: skip
     assert none.weight is None and not none.varies.size  # no group: nothing to learn

@@ -546,9 +546,8 @@ class _Found:
                                        self._buckets, "the window")  # fmt: skip
                     learnt.dispersion[new] = mine.dispersion
                     learnt.varies[new] = False
-                    for weight in [learnt.weight, *(learnt.off or [])]:
-                        if weight is not None:
-                            weight[new] = 1.0
+                    if learnt.weight is not None:
+                        learnt.weight[new] = 1.0
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         self.rates[name] = learnt
@@ -664,12 +663,11 @@ class _Found:
             return None
         trials = len(inside)
         events = trials - int(in_hits.sum()) if spec.low else int(in_hits.sum())
-        # the trials weighed by their hours' expected rate (`rates`): as many when it is flat;
-        # and by those an hour off (the clocks changed): a rate usual there is no incident
-        weighed, off = trials, []
-        if scan.weight is not None:
-            weighed = float(scan.weight[pick.group, bucket[inside]].sum())
-            off = [float(w[pick.group, bucket[inside]].sum()) for w in self.rates[name].off or []]
+        # the trials weighed by their own hours' expected rate (`rates`): as many when it is
+        # flat; and by those an hour off (the clocks changed): a rate usual there is no incident
+        at, hour = table["at"].array.asi8[inside], season.HOUR
+        weighed, *off = (self.rates[name].weigh(pick.group, at, shift)
+                         for shift in (pd.Timedelta(0), -hour, hour))  # fmt: skip
         if scan.base is None:
             out_events = scan.events[pick.group].sum() - events
             out_trials = scan.weighed(pick.group).sum() - weighed

@@ -14,14 +14,15 @@ kept buckets, with one pseudo-failure at the group's mean rate; the `Rates.weigh
 bucket is its slots' rate over the mean (1 on average over the history's trials). Otherwise (a
 shorter history, a flat rate) the weight is 1 and the rate flat.
 
-*Hours of the week.* A slot of the week whose rate departs from its hour of the day's in every
-week, its highest bucket aside (at `PROFILE_ALPHA` over the groups and the slots: sends slower
-every Monday morning under a weekly batch's load; a one-off incident is one bucket, aside), has
-its own rate, pooled as the day's slots are (`_by_week`).
+*Hours of the week.* A slot of the week whose rate departs from the same slot of the other
+days in every week, its highest bucket aside (at `PROFILE_ALPHA` over the groups and the slots:
+sends slower every Monday morning under a weekly batch's load; a one-off incident is one
+bucket, aside), has its own rate, pooled as the day's slots are (`_by_week`).
 
-*An hour off.* `Rates.off` weighs the window's buckets by the profile an hour earlier and an
-hour later: a period whose rate is its hours' usual rate an hour off (the clocks changed for
-summer time, and a batch at 07:00 local moved an hour in UTC) is no incident
+*A job's own slot.* A period's jobs are weighed by the rate of their own slot (`Rates.weigh`),
+not their bucket's mean (a window's buckets may be three hours), and by those an hour earlier
+and an hour later: a period whose rate is its hours' usual rate an hour off (the clocks changed
+for summer time, and a batch at 07:00 local moved an hour in UTC) is no incident
 (`toolkit.incidents.detect`).
 
 *Dispersion.* Failures bunch (retries, a subscriber failing repeatedly, fan-outs), so a group's
@@ -60,8 +61,8 @@ class Rates:
     the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
     (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
     ``what`` it was, how many groups have hours of the week of their own (``by_week``), and
-    ``off``: ``weight`` with the profile an hour earlier and an hour later (None when flat, or
-    when the history's buckets do not divide an hour)."""
+    the ``profiles`` (groups x slots of the week of ``width``: the rate there over the mean;
+    None when every group is flat)."""
 
     weight: np.ndarray | None
     dispersion: np.ndarray
@@ -69,7 +70,16 @@ class Rates:
     weeks: int = 0
     what: str = "the window"
     by_week: int = 0
-    off: list[np.ndarray] | None = None
+    profiles: np.ndarray | None = None
+    width: pd.Timedelta = HOUR
+
+    def weigh(self, group: int, at: np.ndarray, shift: pd.Timedelta) -> float:
+        """Jobs at instants ``at`` (ns) of event ``group``, each weighed by the rate of its own
+        slot of the week ``shift`` later (as many as they are where the rate is flat)."""
+        if self.profiles is None or not self.varies[group]:
+            return float(len(at))
+        slot = ((at + shift.value) // self.width.value) % self.profiles.shape[1]
+        return float(self.profiles[group, slot].sum())
 
 
 def describe(learnt: list[Rates]) -> str:
@@ -118,22 +128,12 @@ def learn(
             weekly = _by_week(k, n, week, profiles[group], dispersion[group], level)
             if weekly is not None:
                 profiles[group], varies[group], by_week = weekly, True, by_week + 1
-    weight, off = None, None
-    if varies.any():
-        covered = _slots_covered(*window, step, 7 * slots)
-        weight = _weight(profiles, varies, covered)
-        if step <= HOUR and HOUR % step == pd.Timedelta(0):
-            off = [_weight(profiles, varies, (covered + shift) % (7 * slots))
-                   for shift in (-(HOUR // step), HOUR // step)]  # fmt: skip
-    return Rates(weight, dispersion, varies, weeks, what, by_week, off)
-
-
-def _weight(profiles: np.ndarray, varies: np.ndarray, covered: np.ndarray) -> np.ndarray:
-    """The window's buckets' expected rates over their groups' means: the mean of the profile
-    over the ``covered`` slots of each bucket (1 for a group whose rate is flat)."""
-    weight = np.ones((len(profiles), len(covered)))
+    if not varies.any():
+        return Rates(None, dispersion, varies, weeks, what)
+    covered = _slots_covered(*window, step, 7 * slots)
+    weight = np.ones((len(events), window[2]))
     weight[varies] = profiles[varies][:, covered].mean(2)
-    return weight
+    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step)
 
 
 def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:
