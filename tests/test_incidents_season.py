@@ -635,11 +635,14 @@ def test_a_campaign_sent_at_the_usual_failure_rate_is_no_failure_incident(week):
 
 
 def _jobs_at(times: np.ndarray, channel: str, provider: str, workflow: str) -> pd.DataFrame:
-    """Delivery jobs (as `toolkit.metrics.delivery_jobs` gives them) triggered at ``times``."""
+    """Delivery jobs (as `toolkit.metrics.delivery_jobs` gives them) triggered at ``times``,
+    each of its own notification, for its own subscriber."""
     at = pd.to_datetime(np.sort(times) // 1000 * 1000, utc=True)
+    ids = [f"{workflow}-{n}" for n in range(len(at))]
     return pd.DataFrame({"triggered_at": at, "channel": channel, "provider_id": provider,
                          "workflow": workflow, "outcome": "finished", "failed_attempts": 0,
-                         "time_to_deliver_s": 1.0})  # fmt: skip
+                         "time_to_deliver_s": 1.0, "notification_id": ids,
+                         "subscriber_id": ids})  # fmt: skip
 
 
 def test_a_silence_is_tested_on_send_occasions_not_on_the_counts_law():
