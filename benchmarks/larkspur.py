@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.frames import Activity
+from toolkit.sandbox.seed.shaped import Traffic
 
 NS = 1_000_000_000
 HOUR = 3600 * NS
@@ -137,40 +137,14 @@ RHYTHM_MEAN = {"consumer": CONSUMER.mean(), "business": BUSINESS.mean(), "office
 
 
 @dataclass
-class Draw:
+class Draw(Traffic):
     """Larkspur's traffic as `toolkit.frames` frames and the planted incidents (``kind``,
     ``channel``, ``provider_id``, ``workflow``, ``start``, ``end`` and ``hits``, the creation
-    times of the notifications each one hit); ``info``: the seed's daily volume, zone shares,
-    subscribers and growth."""
+    times of the notifications each one hit); ``window`` cuts a read out of it as the
+    detector's own generator does (only that plumbing is shared); ``info``: the seed's daily
+    volume, zone shares, subscribers and growth."""
 
-    notifications: pd.DataFrame
-    jobs: pd.DataFrame
-    execution_details: pd.DataFrame
-    planted: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-
-    def window(self, after, before) -> tuple[Activity, list[dict[str, Any]]]:
-        """The notifications created in ``[after, before)`` with their jobs and the execution
-        details before ``before``, and the planted incidents with notifications in it (their
-        count there as ``notifications``)."""
-        after, before = pd.Timestamp(after), pd.Timestamp(before)
-        created = self.notifications["created_at"]
-        notes = self.notifications[(created >= after) & (created < before)].copy()
-        jobs = self.jobs[self.jobs["notification_id"].isin(notes["notification_id"])]
-        details = self.execution_details
-        details = details[details["job_id"].isin(jobs["job_id"]) & (details["created_at"] < before)]
-        notes.attrs = {"after": after.isoformat(), "before": before.isoformat()}
-        planted = []
-        for incident in self.planted:
-            inside = int(((incident["hits"] >= after) & (incident["hits"] < before)).sum())
-            if incident["start"] < before and incident["end"] > after and inside:
-                planted.append({**incident, "notifications": inside})
-        activity = Activity(
-            notes.reset_index(drop=True),
-            jobs.reset_index(drop=True),
-            details.reset_index(drop=True),
-        )
-        return activity, planted
 
 
 @dataclass
