@@ -133,12 +133,14 @@ quasi-likelihood F test of the hours' rates against that dispersion, at 0.01 ove
 its trials are weighed by the rate of their hour: a period's expected failures are its sends at
 their hours' usual rate, so a night that always fails more is not an incident and a night
 failing more than its usual is ("usually X at these hours"); otherwise the rate is flat, and
-``attrs["baseline"]`` says which. An hour of the week departing from its hour of the day in every
-week, its highest aside, keeps its own rate (a weekly batch's load: `rates._by_week`); a period
-at the rate its hours have an hour earlier or later is no incident (the clocks changed:
-`rates.Rates.off`). Read alone, a window's period holding most of its jobs, the rest mostly after
-it, that ended is no incident: the window saw the rate fall, not rise (`detect._never_began`). The p-value is multiplied by the number of periods examined in
-all groups and kinds (Bonferroni) and must be at most ``alpha``. Only periods with enough
+``attrs["baseline"]`` says which. An hour of the week departing from the same hour of the other
+days in every week, its highest aside, keeps its own rate (a weekly batch's load:
+`rates._by_week`); a period's jobs are weighed by the rate of their own hour (`rates.Rates.weigh`),
+and a period at the rate its hours have an hour earlier or later is no incident (the clocks
+changed). Read alone, a window's period holding most of its jobs, the rest mostly after it, that
+ended is no incident: the window saw the rate fall, not rise (`detect._never_began`). The
+p-value is multiplied by the number of periods examined in all groups and kinds (Bonferroni)
+and must be at most ``alpha``. Only periods with enough
 evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
 drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
 ``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A
