@@ -155,16 +155,11 @@ def _profile(events, trials, slot, slots) -> tuple[np.ndarray, float, float]:
     against the buckets' dispersion around the slots' rates), and that dispersion. Buckets
     whose count is in a tail of its law beyond `TAIL` (an incident) are left out of both (to
     start with, against each slot's rate without its bucket of the highest rate)."""
-    sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(sent, events / trials, -1.0)
     if events.sum() < slots:  # fewer failures than slots: no profile to see
         return np.ones(slots), 1.0, 1.0
-    order = np.lexsort((rate, slot))  # by slot, then rate: each slot's last is its highest
-    top = np.zeros(len(events), dtype=bool)
-    top[order[np.r_[slot[order][1:] != slot[order][:-1], True]]] = True
+    sent = trials > 0  # to start: each slot's rate without its bucket of the highest rate
+    rest = _without_highest(events, trials, slot)
     mean = events.sum() / trials.sum()
-    rest = sent & ~top
     start = (np.bincount(slot[rest], events[rest], slots) + 1) / (
         np.bincount(slot[rest], trials[rest], slots) + 1 / mean
     )
@@ -205,13 +200,7 @@ def _by_week(events, trials, week, daily, phi, level) -> np.ndarray | None:
     other days, not the hour's pooled rate, which a busy Monday's own sends dominate). None
     when no slot departs."""
     slots = len(daily)
-    sent = trials > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(sent, events / trials, -1.0)
-    order = np.lexsort((rate, week))  # by slot, then rate: each slot's last is its highest
-    top = np.zeros(len(events), dtype=bool)
-    top[order[np.r_[week[order][1:] != week[order][:-1], True]]] = True
-    rest = sent & ~top
+    rest = _without_highest(events, trials, week)
     k = np.bincount(week[rest], events[rest], slots)
     n = np.bincount(week[rest], trials[rest], slots)
     mean = events.sum() / trials.sum() if trials.sum() else 0.0
@@ -225,6 +214,17 @@ def _by_week(events, trials, week, daily, phi, level) -> np.ndarray | None:
         return None
     own = (k + 1) / (n + 1 / usual) / mean  # one pseudo-failure at the other days' rate
     return np.where(departs, own, daily)
+
+
+def _without_highest(events: np.ndarray, trials: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """The buckets with trials but the one of the highest rate in each slot."""
+    sent = trials > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(sent, events / trials, -1.0)
+    order = np.lexsort((rate, slot))  # by slot, then rate: each slot's last is its highest
+    top = np.zeros(len(events), dtype=bool)
+    top[order[np.r_[slot[order][1:] != slot[order][:-1], True]]] = True
+    return sent & ~top
 
 
 def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
