@@ -84,7 +84,10 @@ def test_a_day_missing_from_a_stores_window_is_no_drop(days, tmp_path):
     )
     found = find_incidents(store, after=after, before=NOW)
     assert found.empty, list(found["summary"])
-    assert "the window's 1 day its source does not hold left out" in found.attrs["baseline"]
+    said = found.attrs["baseline"]
+    assert "1 day its source does not hold left out" in said
+    # the week with the day is no week of history: two weeks are one, four three
+    assert ("fewer than 2 whole weeks" if days == 14 else "the window's other 2 weeks") in said
 
 
 def test_a_baseline_from_another_environment_is_refused(traffic):
@@ -105,3 +108,37 @@ def test_a_baseline_activity_of_other_groups_is_refused(traffic):
     other = Activity(history.notifications, jobs, history.execution_details)
     with pytest.raises(ParameterError, match="same service"):
         find_incidents(activity, baseline=other)
+
+
+@pytest.mark.parametrize("source", ["activity", "store"])
+def test_a_window_reaching_before_the_services_history_is_no_drop_nor_spike(source, tmp_path):
+    # a service of 15 days read over 30: its first 15 days are no history, not two weeks of
+    # silence that make every week since a spike
+    traffic = shaped_traffic(2, NOW, days=30, incidents=False)
+    begins, after = NOW - pd.Timedelta(days=15), NOW - pd.Timedelta(days=30)
+    if source == "store":
+        unsynced = pd.date_range(after.floor("D"), begins, freq="D", inclusive="left")
+        read = traffic.write_store(
+            tmp_path / "store", after, NOW, skip=set(unsynced.strftime("%Y-%m-%d"))
+        )
+    else:
+        read, _ = traffic.window(begins, NOW)
+        read.notifications.attrs["after"] = after.isoformat()  # a read of "30d"
+    found = find_incidents(read, after=after, before=NOW)
+    assert found.empty, list(found["summary"])
+    said = found.attrs["baseline"]
+    assert "fewer than 3 weeks with jobs" in said  # failure rates: two weeks, not four
+    if source == "activity":
+        assert said.startswith("no jobs before Oct 17 12:00 UTC, 15 days into") and "not as silence" in said
+
+
+def test_a_service_silent_at_night_or_on_weekends_has_its_history_from_the_start():
+    hours = pd.date_range("2026-11-07", periods=24 * 21, freq="h", tz="UTC")  # from a Saturday
+    office = (hours.day_of_week < 5) & (hours.hour >= 8) & (hours.hour < 18)
+    counts = pd.DataFrame({"bucket": hours, "jobs": np.where(office, 10, 0)})
+    # two days of nothing at the start, as every weekend after: the service's weekend
+    assert season.no_history(counts, hours[0], hours[-1]) == []
+    late = counts.assign(jobs=np.where(hours >= hours[0] + pd.Timedelta(days=9), counts["jobs"], 0))
+    # nine days of nothing, longer than any silence after: the service began then
+    first = hours[0] + pd.Timedelta(days=9, hours=8)  # its first job: Monday 08:00
+    assert season.no_history(late, hours[0], hours[-1]) == [(hours[0], first + pd.Timedelta("1h"))]

@@ -160,9 +160,10 @@ def find_incidents(
         reason = (f"the window ({before - after}) is too short to compare a period with the rest "
                   "of it: read a longer window or pass baseline=")  # fmt: skip
         return empty(reason, checked)
-    seasonal, missing = None, []
+    seasonal, missing, fresh = None, [], []
     if VOLUME & set(wanted):
-        missing = _unheld(source, after, before)
+        fresh = season.no_history(season_counts, after, before)
+        missing = _unheld(source, after, before) + fresh
         seasonal = season.build(lambda: season_counts, after, before, *history, missing=missing)
         if isinstance(seasonal, str):
             checked["baseline"] = (f"no seasonal baseline ({seasonal}): volume is compared with "
@@ -208,6 +209,11 @@ def find_incidents(
         checked["baseline"] = (
             f"{said}; {rates.describe(learnt)}" if said else rates.describe(learnt)
         )
+    if fresh:  # said first: every comparison below is of the hours after
+        begins = fresh[0][1] - season.HOUR
+        checked["baseline"] = (f"no jobs before {begins:%b %-d %H:00} UTC, {(begins - after).days} "
+                               "days into the window: read as before the service's history, not "
+                               f"as silence; {checked['baseline']}")  # fmt: skip
     counted, evidence = {}, Evidence(min_jobs, min_failed, min_ratio)
     if isinstance(seasonal, season.Season):
         counted = volume.scans(seasonal, evidence)

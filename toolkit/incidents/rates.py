@@ -86,7 +86,7 @@ def describe(learnt: list[Rates]) -> str:
     """What failure rates were compared with, in words (``attrs["baseline"]``)."""
     weeks, what = max(one.weeks for one in learnt), learnt[0].what
     if weeks < MIN_WEEKS:
-        return (f"flat failure rates ({what} spans fewer than {MIN_WEEKS} weeks: too short for "
+        return (f"flat failure rates ({what} spans fewer than {MIN_WEEKS} weeks with jobs: too short for "
                 "rates by hour of the day)")  # fmt: skip
     varies = sum(int(one.varies.sum()) for one in learnt)
     groups = sum(len(one.varies) for one in learnt)
@@ -113,6 +113,13 @@ def learn(
     varies = np.zeros(len(events), dtype=bool)
     slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
     weeks = events.shape[1] // (7 * slots) if slots else 0
+    if weeks:  # weeks without a trial (before a service's history begins) are no history
+        weeks = int(
+            (
+                trials[:, : weeks * 7 * slots].reshape(len(trials), weeks, 7 * slots).sum((0, 2))
+                > 0
+            ).sum()
+        )
     profiles = np.ones((len(events), max(7 * slots, 1)))  # by slot of the week
     by_week = 0
     for group in range(len(events)):

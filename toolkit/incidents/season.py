@@ -82,7 +82,8 @@ class Season:
     weeks: int
     start: pd.Timestamp
     end: pd.Timestamp
-    own: int | None = None  # the window's hour where ``reference`` begins, when it is its own
+    own: np.ndarray | None = None  # the window's hours where ``reference``'s weeks begin, when
+    # they are its own
     confirm: bool = False  # two weeks, each the other's history: rows need the other days too
 
     @property
@@ -157,36 +158,32 @@ def build(
     hours = hours.as_unit("ns")
     if len(hours) == 0:
         return "the window is shorter than an hour"
-    inside = (hours.asi8 >= after.value) & (hours.asi8 + HOUR.value <= before.value)
-    inside &= _held(hours, missing)
-    unheld = (
-        f" (the window's {len(missing)} day{'s' * (len(missing) > 1)} its source does not hold "
-        "left out)"
-        if missing
-        else ""
-    )
-    own_weeks = (before - after) // pd.Timedelta(days=7)
+    held = _held(hours, missing)
+    inside = (hours.asi8 >= after.value) & (hours.asi8 + HOUR.value <= before.value) & held
+    first = len(hours) % WEEK  # the hour the window's whole weeks begin
+    whole = held[first:].reshape(-1, WEEK).all(1)  # its weeks touching no span it does not hold
+    unheld = _unheld_text(missing, after, before)
+    own_weeks = min((before - after) // pd.Timedelta(days=7), int(whole.sum()))
     if own_weeks >= MIN_WEEKS or history is None:
         if own_weeks < PAIRED_WEEKS:
-            return (f"the window ({before - after}) spans fewer than {PAIRED_WEEKS} weeks and no "
-                    "baseline= was given")  # fmt: skip
+            return (f"the window ({before - after}{unheld}) spans fewer than {PAIRED_WEEKS} "
+                    "whole weeks and no baseline= was given")  # fmt: skip
         window = window()
         keys = _keys(window)
         observed = _matrix(window, keys, hours)
-        weekly, first = _weeks(observed, hours)
-        expected = observed.copy().astype("float64")
-        for week in range(weekly.shape[1]):  # each week against the others
-            others = np.delete(weekly, week, axis=1)
-            expected[:, first + week * WEEK : first + (week + 1) * WEEK] = pooled(others)
-        if first:  # hours before the first whole week: the center of all weeks
-            expected[:, :first] = pooled(weekly)[:, WEEK - first :]
+        weekly = _weeks(observed, hours)[0][:, whole]
+        starts = first + WEEK * np.flatnonzero(whole)
+        profile = pooled(weekly)  # an hour outside the weeks: the center of all weeks
+        expected = np.tile(profile, len(hours) // WEEK + 2)[:, WEEK - first :][:, : len(hours)]
+        for week, start in enumerate(starts):  # each week against the others
+            expected[:, start : start + WEEK] = pooled(np.delete(weekly, week, axis=1))
         paired = weekly.shape[1] < MIN_WEEKS
         source = ("the same hour of the week in the window's other week, each departure "
                   "confirmed by the same hours of its other days" if paired else
                   f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks")  # fmt: skip
         source += unheld
         return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
-                      weekly.shape[1], after, before, first, paired)  # fmt: skip
+                      weekly.shape[1], after, before, starts, paired)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
     h_hours = h_hours.as_unit("ns")
@@ -218,6 +215,36 @@ def build(
     )
     return Season(keys, hours, inside, observed * inside, profile[:, slot] * inside, weekly, source,
                   weekly.shape[1], after, before)  # fmt: skip
+
+
+def _unheld_text(missing, after: pd.Timestamp, before: pd.Timestamp) -> str:
+    """How much of ``[after, before)`` the spans ``missing`` leave out, in words ('' if none)."""
+    left = sum((min(high, before) - max(low, after) for low, high in missing), pd.Timedelta(0))
+    if left <= pd.Timedelta(0):
+        return ""
+    days = left / pd.Timedelta(days=1)
+    size = f"{days:.0f} day{'s' * (round(days) != 1)}" if days >= 1 else f"{left.ceil('min')}"
+    return f"; {size} its source does not hold left out"
+
+
+def no_history(counts: pd.DataFrame, after: pd.Timestamp, before: pd.Timestamp) -> list[tuple]:
+    """The span of ``[after, before)`` before a service's history begins (``counts``: its
+    `toolkit.delivery_counts` over it, hourly), as a span its source does not hold: the hours
+    before its first job and that hour itself, when they are at least a day and longer than
+    any silence of the whole service after it (a night, a weekend is a silence of the service;
+    weeks of nothing before its first job are a service that did not send yet, or whose
+    activity is not kept that far back); else none."""
+    if counts.empty:
+        return []
+    sent = pd.DatetimeIndex(counts.loc[counts["jobs"] > 0, "bucket"]).unique().sort_values()
+    if sent.empty:
+        return []
+    begins = sent[0].floor(HOUR)
+    silences = (sent[1:] - sent[:-1]).max() - HOUR if len(sent) > 1 else pd.Timedelta(0)
+    lead = begins - after.floor(HOUR)
+    if lead < pd.Timedelta(days=1) or lead <= silences:
+        return []
+    return [(after, min(begins + HOUR, before))]
 
 
 def _held(hours: pd.DatetimeIndex, spans) -> np.ndarray:

@@ -717,10 +717,10 @@ def _history_weeks(season: Season, row: dict) -> np.ndarray:
 def _own_week(season: Season, hour: int) -> int | None:
     """The week of the reference that the window's ``hour`` lies in, when the reference is the
     window's own weeks (None: a history before it, or an hour before its first whole week)."""
-    if season.own is None or hour < season.own:
+    if season.own is None:
         return None
-    week = (hour - season.own) // WEEK
-    return week if week < season.reference.shape[1] else None
+    week = np.flatnonzero((season.own <= hour) & (hour < season.own + WEEK))
+    return int(week[0]) if week.size else None
 
 
 def _departure(season: Season, row: dict, cells: np.ndarray, period: slice) -> float:
