@@ -129,7 +129,10 @@ def test_a_window_reaching_before_the_services_history_is_no_drop_nor_spike(sour
     said = found.attrs["baseline"]
     assert "fewer than 3 weeks with jobs" in said  # failure rates: two weeks, not four
     if source == "activity":
-        assert said.startswith("no jobs before Oct 17 12:00 UTC, 15 days into") and "not as silence" in said
+        assert (
+            said.startswith("no jobs before Oct 17 12:00 UTC, 15 days into")
+            and "not as silence" in said
+        )
 
 
 def test_a_service_silent_at_night_or_on_weekends_has_its_history_from_the_start():

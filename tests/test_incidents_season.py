@@ -275,17 +275,20 @@ def test_a_runaway_workflow_is_a_volume_spike():
     assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
 
 
-def looped(activity, workflow, start, count, people):
+def looped(activity, workflow, start, count, people, among=None):
     """``activity`` with ``count`` more notifications of ``workflow`` over the hour from
     ``start``, each for one of the subscribers of ``people`` (notifications rows): copies of
-    its own, their jobs and execution details moved to their new time."""
+    its own (of those whose ids are ``among``, when given), their jobs and execution details
+    moved to their new time."""
     notes, jobs, details = activity
     rng = np.random.default_rng(0)
-    own = notes[notes["workflow_identifier"].eq(workflow)].sample(count, replace=True,
-                                                                     random_state=1)  # fmt: skip
+    own = notes[notes["workflow_identifier"].eq(workflow)]
+    if among is not None:
+        own = own[own["notification_id"].isin(among)]
+    own = own.sample(count, replace=True, random_state=1)
     at = start + pd.to_timedelta(rng.random(count) * 3600, unit="s")
     copies = pd.DataFrame({"old": own["notification_id"].to_numpy(),
-                           "new": [f"loop-{n}" for n in range(count)],
+                           "new": [f"loop-{start:%H%M}-{n}" for n in range(count)],
                            "shift": at - pd.DatetimeIndex(own["created_at"])})  # fmt: skip
     who = people.iloc[rng.integers(0, len(people), count)]
     new_notes = own.assign(notification_id=copies["new"].to_numpy(), created_at=at,
@@ -325,6 +328,47 @@ def test_a_loop_in_a_workflow_that_triggers_every_minute_is_a_volume_spike():
     assert [flows[0] for flows in spikes["workflows"]] == [workflow], list(found["summary"])
     assert abs(spikes.iloc[0]["notifications"] / (3 * len(hour)) - 1) < 0.2
     assert found["kind"].eq("volume_spike").all(), list(found["summary"])
+
+
+def test_a_loop_across_two_clock_hours_is_counted_in_both():
+    # a loop from 14:47 to 15:47: its 13 minutes in the 14:00 hour are as much its jobs as the
+    # rest (counted on the 15:00 hour alone, its impact was a fifth short)
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    notes = week.notifications
+    minutes = notes["created_at"].dt.floor("min").groupby(notes["workflow_identifier"])
+    workflow = minutes.nunique().idxmax()  # the one triggering in the most minutes
+    start = pd.Timestamp("2026-10-28T14:47:00Z")  # a Wednesday afternoon
+    hour = notes["workflow_identifier"].eq(workflow) & notes["created_at"].between(
+        start, start + HOUR
+    )
+    count = 5 * int(hour.sum())  # six times its hour's jobs
+    people = notes.drop_duplicates("subscriber_id").iloc[:3]
+    found = find_incidents(looped(week, workflow, start, count, people), baseline=history)
+    assert found["kind"].eq("volume_spike").all() and len(found) == 1, list(found["summary"])
+    row = found.iloc[0]
+    assert row["workflows"][0] == workflow and row["started_at"] < start + pd.Timedelta("13min")
+    assert abs(row["notifications"] / count - 1) < 0.2, (count, row["summary"])
+
+
+def test_one_persons_sends_re_triggered_are_no_failure_nor_slowdown():
+    # a loop re-triggers a notification 40 times for one person whose push token is dead (and
+    # five times for others): its push jobs all fail, its email jobs are all as slow as the
+    # first was; the providers are fine (without the rule: a Mailgun slowdown of 46 people)
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    notes, jobs = week.notifications, week.jobs
+    failed = jobs[jobs["type"].eq("push") & jobs["final_status"].eq("failed")]
+    dead = notes[notes["notification_id"].eq(failed["notification_id"].iloc[0])]
+    workflow, start = dead["workflow_identifier"].iloc[0], pd.Timestamp("2026-10-28T14:10:00Z")
+    others = notes[~notes["subscriber_id"].isin(dead["subscriber_id"])].drop_duplicates(
+        "subscriber_id"
+    )
+    looping = looped(week, workflow, start, 40, dead, among=dead["notification_id"])
+    looping = looped(looping, workflow, start, 5, others.iloc[:5], among=dead["notification_id"])
+    found = find_incidents(looping, baseline=history)
+    failures = found[~found["kind"].isin(["volume_spike", "volume_drop", "traffic_shift"])]
+    assert failures.empty, list(failures["summary"])
 
 
 @pytest.mark.parametrize("days", [3, 7])

@@ -692,6 +692,10 @@ class _Found:
         phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
         p = max(p_value(events / phi, weight, out_events / phi, out_trials, low=spec.low)
                 for weight in [weighed, *off])  # fmt: skip
+        if not spec.low and spec.unit == "jobs":  # and without the subscriber it hit most
+            one, again = _most_hit(table["subscriber_id"], inside, in_hits)
+            p = max(p, *(p_value((events - again) / phi, weight * (trials - one) / trials,
+                                 out_events / phi, out_trials) for weight in [weighed, *off]))  # fmt: skip
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -755,6 +759,17 @@ class _Found:
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
         return engine_counts.failure_payloads(self.source, **self.window, job_ids=job_ids)
+
+
+def _most_hit(subscribers: pd.Series, inside: np.ndarray, hits: np.ndarray) -> tuple[int, int]:
+    """The jobs and the hits among them (``hits`` of the jobs at ``inside``) of the subscriber
+    hit most: one person's dead device token, retried or re-triggered, is no incident of a
+    provider; a row holds without them."""
+    who = subscribers.to_numpy()[inside]
+    hit = pd.Series(who[hits]).value_counts()
+    if hit.empty:
+        return 0, 0
+    return int((who == hit.index[0]).sum()), int(hit.iloc[0])
 
 
 def _never_began(scan: Scan, pick: Pick, weighed: float) -> bool:

@@ -253,6 +253,11 @@ def groups_of(frame: pd.DataFrame, level: str) -> list[dict]:
             for values in frame[names].drop_duplicates().itertuples(index=False)]  # fmt: skip
 
 
+#: How many standard deviations of its hour the hour either side of a spike sends beyond its
+#: expected count to be the spike's too (a loop from 18:47 to 19:47 is the 18:00 hour's too).
+EDGE = 2.0
+
+
 def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -> dict:
     """A row of a pick of a count scan (the fields `find_incidents` rows have)."""
     keys, cells, (variance, spread) = groups
@@ -262,9 +267,14 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     # how far it departs: the share of its expected jobs missing, of its jobs extra (the
     # scan's own period, before the edges below)
     core = (pick.expected - pick.events) / pick.expected if low else 1 - pick.expected / pick.events
-    if not low:  # a spike starts and ends on hours with jobs
+    if not low:  # a spike starts and ends on hours with jobs, and sends too many in them
         sent = np.flatnonzero(observed[pick.first : pick.stop])
         pick.first, pick.stop = pick.first + sent[0], pick.first + sent[-1] + 1
+        beyond = observed - expected - EDGE * np.sqrt(variance[pick.group])
+        if pick.first > 0 and beyond[pick.first - 1] > 0:
+            pick.first -= 1
+        if pick.stop < len(observed) and beyond[pick.stop] > 0:
+            pick.stop += 1
     else:  # a drop that began or ended within an hour: that hour's missing jobs are its too
         if pick.first > 0 and observed[pick.first - 1] < expected[pick.first - 1]:
             pick.first -= 1
