@@ -67,7 +67,9 @@ and the group's usual bursts are in the history, so only what departs from it is
 occasions (below) or its repeats (notifications beyond one per subscriber: a loop for a few
 people, where the group triggers in most minutes already) depart too, or its busiest hour sends
 more than twice the group's busiest in the history (`volume.triggered`: a fan-out sent at once
-is one occasion, once per subscriber, and makes a tail heavier than its variance says). A period not significant by its counts is by its occasions,
+is one occasion, once per subscriber, and makes a tail heavier than its variance says). A spike
+takes in the hour either side that sends more than `volume.EDGE` standard deviations beyond its
+expected count (a loop from 18:47 to 19:47). A period not significant by its counts is by its occasions,
 when they are (`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is
 its group's usual traffic an hour off is none (`volume.an_hour_off`: summer time's end moves
 what is sent at a local hour an hour in UTC): half of what it misses (sends too many) is too
@@ -103,8 +105,11 @@ day (over at least two days of the window, the failure rates' F test: `rates.fol
 Shares that follow it, or a window too short to tell, make the rest of the window no baseline
 (each night would be a drop): volume is then not compared, and ``attrs["baseline"]`` says why
 and asks for ``baseline=``. A store's days without files are gaps (the window's own are neither
-counted nor expected): the history's weeks touching them are left out (fewer than three whole
-weeks left: the fallback; so is a window under two weeks read alone). A baseline sharing no
+counted nor expected): the history's weeks touching them are left out, the window's own too when
+they are its season (fewer than three whole weeks left: the fallback; so is a window under two
+weeks read alone). The start of a window before a service's first job is such a gap when it is
+at least a day, longer than any silence of the whole service after it (`season.no_history`: a
+read reaching back before the service began, or before the activity it keeps). A baseline sharing no
 (channel, provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
 group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
@@ -143,7 +148,9 @@ p-value is multiplied by the number of periods examined in all groups and kinds 
 and must be at most ``alpha``. Only periods with enough
 evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
 drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
-``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers. A
+``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers, and
+its p-value is the larger of its own and its own without the subscriber it hit most
+(`detect._most_hit`: one person's dead token re-triggered by a loop is no incident). A
 group's next best period apart from those found is tested the same way (up to 4 per group), so
 separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
 
