@@ -779,6 +779,13 @@ def test_send_occasions_refuse_a_bad_grouping_before_counting(options, named):
     assert caught.value.name == named
 
 
+def test_send_occasions_of_jobs_without_whom_they_are_for_are_refused(week):
+    jobs = metrics.delivery_jobs(week[0]).drop(columns=["subscriber_id"])
+    with pytest.raises(ParameterError, match="subscriber_id") as caught:
+        occasion_counts(jobs, by=[["workflow"]])
+    assert caught.value.name == "source"
+
+
 def _two_channels(seed: int, *, push_share: float):
     """Four weeks and a day of one workflow's notifications (60 an hour by day, 6 at night, each
     hour and day busier or quieter as a whole), each sending in_app, and push to

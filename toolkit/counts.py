@@ -279,6 +279,10 @@ def occasion_counts(
         raise ParameterError("by", by, "a list of groupings, each a list of dimensions")
     if groups is not None and len(groups) != len(by):
         raise ParameterError("groups", f"{len(groups)} lists", f"one list per grouping of by ({len(by)})")  # fmt: skip
+    if isinstance(source, pd.DataFrame):  # a jobs frame: the repeats need whom each job is for
+        from toolkit.metrics import _columns
+
+        _columns(source, ["notification_id", "subscriber_id"], "source")
     hour = pd.Timedelta("1h")
     sets = [_dimensions(list(one)) for one in by]
     names = list(dict.fromkeys(name for one in sets for name in one))
