@@ -135,6 +135,19 @@ def test_a_window_reaching_before_the_services_history_is_no_drop_nor_spike(sour
         )
 
 
+def test_a_window_starting_silent_after_a_baseline_that_sent_is_a_drop():
+    # the baseline shows the service sending before the window: two days of nothing at its
+    # start are the service down, not before its history
+    traffic = shaped_traffic(2, NOW, days=42, incidents=False)
+    after = NOW - pd.Timedelta(days=7)
+    read, _ = traffic.window(after + pd.Timedelta(days=2), NOW)
+    read.notifications.attrs["after"] = after.isoformat()
+    found = find_incidents(read, baseline=traffic.window(after - HISTORY, after)[0])
+    assert found["kind"].eq("volume_drop").any(), list(found["summary"])
+    assert found["started_at"].min() < after + pd.Timedelta(hours=2)
+    assert "not as silence" not in found.attrs["baseline"]
+
+
 def test_a_service_silent_at_night_or_on_weekends_has_its_history_from_the_start():
     hours = pd.date_range("2026-11-07", periods=24 * 21, freq="h", tz="UTC")  # from a Saturday
     office = (hours.day_of_week < 5) & (hours.hour >= 8) & (hours.hour < 18)

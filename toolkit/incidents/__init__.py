@@ -107,9 +107,10 @@ Shares that follow it, or a window too short to tell, make the rest of the windo
 and asks for ``baseline=``. A store's days without files are gaps (the window's own are neither
 counted nor expected): the history's weeks touching them are left out, the window's own too when
 they are its season (fewer than three whole weeks left: the fallback; so is a window under two
-weeks read alone). The start of a window before a service's first job is such a gap when it is
-at least a day, longer than any silence of the whole service after it (`season.no_history`: a
-read reaching back before the service began, or before the activity it keeps). A baseline sharing no
+weeks read alone). Read alone, the start of a window before a service's first job is such a
+gap when it is at least a day, longer than any silence of the whole service after it
+(`season.no_history`: a read reaching back before the service began, or before the activity it
+keeps; with ``baseline=``, the service was sending before: a silence). A baseline sharing no
 (channel, provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
 group's jobs per notification; its expected jobs are at the level of its day (a whole day runs

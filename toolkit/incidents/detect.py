@@ -162,7 +162,9 @@ def find_incidents(
         return empty(reason, checked)
     seasonal, missing, fresh = None, [], []
     if VOLUME & set(wanted):
-        fresh = season.no_history(season_counts, after, before)
+        # read alone, nothing for days before the first job is no history; a baseline's
+        # jobs before the window say the service was sending: the same is then a silence
+        fresh = season.no_history(season_counts, after, before) if baseline is None else []
         missing = _unheld(source, after, before) + fresh
         seasonal = season.build(lambda: season_counts, after, before, *history, missing=missing)
         if isinstance(seasonal, str):
