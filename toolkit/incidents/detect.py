@@ -694,10 +694,11 @@ class _Found:
         phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
         p = max(p_value(events / phi, weight, out_events / phi, out_trials, low=spec.low)
                 for weight in [weighed, *off])  # fmt: skip
-        if not spec.low and spec.unit == "jobs":  # and without the subscriber it hit most
+        if not spec.low and spec.unit == "jobs":  # mostly one person's: it holds without them
             one, again = _most_hit(table["subscriber_id"], inside, in_hits)
-            p = max(p, *(p_value((events - again) / phi, weight * (trials - one) / trials,
-                                 out_events / phi, out_trials) for weight in [weighed, *off]))  # fmt: skip
+            if again >= MOST * events:
+                p = max(p, *(p_value((events - again) / phi, weight * (trials - one) / trials,
+                                     out_events / phi, out_trials) for weight in [weighed, *off]))  # fmt: skip
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -766,7 +767,7 @@ class _Found:
 def _most_hit(subscribers: pd.Series, inside: np.ndarray, hits: np.ndarray) -> tuple[int, int]:
     """The jobs and the hits among them (``hits`` of the jobs at ``inside``) of the subscriber
     hit most: one person's dead device token, retried or re-triggered, is no incident of a
-    provider; a row holds without them."""
+    provider; a row mostly theirs holds without them."""
     who = subscribers.to_numpy()[inside]
     hit = pd.Series(who[hits]).value_counts()
     if hit.empty:
