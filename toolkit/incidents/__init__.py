@@ -150,8 +150,9 @@ and must be at most ``alpha``. Only periods with enough
 evidence are examined (and counted): ``min_jobs`` jobs, ``min_failed`` events (for a volume
 drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at most
 ``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers, and
-its p-value is the larger of its own and its own without the subscriber it hit most
-(`detect._most_hit`: one person's dead token re-triggered by a loop is no incident). A
+when half its events or more are one subscriber's, its p-value is the larger of its own and its
+own without them (`detect._most_hit`: one person's dead token re-triggered by a loop is no
+incident). A
 group's next best period apart from those found is tested the same way (up to 4 per group), so
 separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
 
