@@ -114,12 +114,8 @@ def learn(
     slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
     weeks = events.shape[1] // (7 * slots) if slots else 0
     if weeks:  # weeks without a trial (before a service's history begins) are no history
-        weeks = int(
-            (
-                trials[:, : weeks * 7 * slots].reshape(len(trials), weeks, 7 * slots).sum((0, 2))
-                > 0
-            ).sum()
-        )
+        weekly = trials[:, : weeks * 7 * slots].sum(0).reshape(weeks, 7 * slots)
+        weeks = int((weekly.sum(1) > 0).sum())
     profiles = np.ones((len(events), max(7 * slots, 1)))  # by slot of the week
     by_week = 0
     for group in range(len(events)):
