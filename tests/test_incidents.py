@@ -232,3 +232,14 @@ def test_a_row_is_a_domain_s_when_its_domain_failed_more_often_than_the_others(
            "start": NOW, "end": NOW}  # fmt: skip
     (out,) = _one_per_domain([row], jobs)
     assert out["kind"] == kind
+
+
+def test_summaries_write_dates_without_platform_only_directives():
+    # "%-d" (a day without its zero) is glibc's and macOS's: Windows' strftime refuses it
+    from pathlib import Path
+
+    from toolkit.words import day
+
+    assert day(pd.Timestamp("2026-11-03T09:00Z")) == "Nov 3"
+    sources = Path(toolkit.__file__).parent.rglob("*.py")
+    assert not [str(path) for path in sources if "%-" in path.read_text()]

@@ -71,13 +71,19 @@ def kind_name(kind: str) -> str:
     return str(kind).replace("_", " ")
 
 
+def day(at: datetime) -> str:
+    """``Nov 3``: a date as the summaries write it (strftime's flag for no zero is not portable:
+    Windows refuses it)."""
+    return f"{at:%b} {at.day}"
+
+
 def moment(at: datetime | str | None, seconds: bool = False) -> str:
     """A time as a person reads it: ``Nov 20, 01:36 UTC`` (``01:36:25`` with ``seconds``)."""
     if at is None or pd.isna(at):
         return "-"
     at = pd.Timestamp(at)
     at = at.tz_localize("UTC") if at.tzinfo is None else at.tz_convert("UTC")
-    return f"{at:%b} {at.day}, {at:%H:%M:%S}" if seconds else f"{at:%b} {at.day}, {at:%H:%M} UTC"
+    return f"{day(at)}, {at:%H:%M:%S}" if seconds else f"{day(at)}, {at:%H:%M} UTC"
 
 
 def window(after: datetime | str, before: datetime | str) -> str:

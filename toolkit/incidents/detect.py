@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit import counts as engine_counts
-from toolkit import metrics
+from toolkit import metrics, words
 from toolkit.counts import delivery_counts, occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.incidents import rates, season, tables, volume
@@ -213,7 +213,7 @@ def find_incidents(
         )
     if fresh:  # said first: every comparison below is of the hours after
         begins = fresh[0][1] - season.HOUR
-        checked["baseline"] = (f"no jobs before {begins:%b %-d %H:00} UTC, {(begins - after).days} "
+        checked["baseline"] = (f"no jobs before {words.day(begins)} {begins:%H:00} UTC, {(begins - after).days} "
                                "days into the window: read as before the service's history, not "
                                f"as silence; {checked['baseline']}")  # fmt: skip
     counted, evidence = {}, Evidence(min_jobs, min_failed, min_ratio)

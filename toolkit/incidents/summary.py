@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.redact import scrub
-from toolkit.words import ONGOING, channel_name, provider_name
+from toolkit.words import ONGOING, channel_name, day, provider_name
 
 #: The kinds of incident, in the order the docs describe them.
 KINDS = (
@@ -152,10 +152,10 @@ def _example(failure: pd.Series, raw: dict[str, str]) -> str | None:
 
 def _when(start: pd.Timestamp, end: pd.Timestamp, ongoing: bool) -> str:
     if ongoing:
-        return f"since {start:%H:%M} UTC on {start:%b %-d}{ONGOING}"
+        return f"since {start:%H:%M} UTC on {day(start)}{ONGOING}"
     if start.date() == end.date():
-        return f"from {start:%H:%M} to {end:%H:%M} UTC on {start:%b %-d}"
-    return f"from {start:%b %-d %H:%M} to {end:%b %-d %H:%M} UTC"
+        return f"from {start:%H:%M} to {end:%H:%M} UTC on {day(start)}"
+    return f"from {day(start)} {start:%H:%M} to {day(end)} {end:%H:%M} UTC"
 
 
 def _name(provider: str | None) -> str:
