@@ -22,7 +22,7 @@ with that mean and variance (`toolkit.incidents.scan.count_p_value`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -85,6 +85,7 @@ class Season:
     own: np.ndarray | None = None  # the window's hours where ``reference``'s weeks begin, when
     # they are its own
     confirm: bool = False  # two weeks, each the other's history: rows need the other days too
+    _grouped: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def seen(self) -> int:
@@ -95,11 +96,18 @@ class Season:
 
     def groups(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
         """The groups of ``level``: their keys, observed and expected counts (groups x hours),
-        their variance (groups x hours, and the `day_spread` of each), and their cells.
+        their variance (groups x hours, and the `day_spread` of each), and their cells (worked
+        out once per level: a season is not changed once built).
 
         A group's hourly variance is the sum of its workflows' parts' (each part's cells
         summed, then measured: `dispersion`), or its own when larger; its spread the parts'
         spreads weighted by their squared expected counts, or its own when larger."""
+        if level not in self._grouped:
+            self._grouped[level] = self._group(level)
+        return self._grouped[level]
+
+    def _group(self, level: str) -> tuple[list[dict], np.ndarray, np.ndarray, tuple, list]:
+        """`groups`, worked out."""
         names = LEVELS[level]
         at = [CELL.index(name) for name in names]
         group_keys = sorted({tuple(key[i] for i in at) for key in self.keys}, key=str)
