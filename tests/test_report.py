@@ -36,6 +36,7 @@ from toolkit.report import (
 )
 from toolkit.report.bundle import packed_plotlyjs, unpack
 from toolkit.report.cli import main
+from toolkit.report.summary import CARDS
 from toolkit.schemas import CHANNELS
 from toolkit.timeutil import to_iso
 
@@ -202,6 +203,20 @@ def test_headline_changes_against_the_previous_period(written, windows):
     points = 100 * (report.headline["failure_rate"] - report.previous["failure_rate"])
     assert f"({points:+.1f} pts)" in html
     assert f"<dt>Previous period</dt><dd>{to_iso(report.provenance['after'] - timedelta(days=7))} to " in html  # fmt: skip
+
+
+def test_a_previous_period_before_the_services_history_is_said_not_compared(client, tmp_path):
+    from toolkit.report.summary import headline_lines
+
+    # the sandbox holds 14 days: the 20 days before a 20-day window hold no delivery job
+    out = tmp_path / "r.html"
+    report = delivery_report(client, since="20d", out=out, generated_at=GENERATED_AT, progress=False)  # fmt: skip
+    assert report.previous["delivery_jobs"] == 0 < report.headline["delivery_jobs"]
+    html = out.read_text(encoding="utf-8")
+    assert html.count("previous period: no delivery jobs") == len(CARDS)  # every headline card
+    assert "(was 0)" not in html and "no change to show" not in html
+    lines = headline_lines(report.headline, report.previous)
+    assert lines[0].startswith("notifications: ") and lines[0].endswith("[previous period: no delivery jobs]")  # fmt: skip
 
 
 def test_per_provider_table_by_hand(written, windows):

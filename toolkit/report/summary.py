@@ -77,7 +77,8 @@ def figures(notifications: int, totals: pd.DataFrame, channels: pd.DataFrame) ->
 
 def cards(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, str]]:
     """The `CARDS` as text: ``id, label, value, detail`` (the interval of a rate) and
-    ``previous`` (the previous period's value and the change, or why there is none)."""
+    ``previous`` (the previous period's value and the change, or why there is none: not read,
+    or no delivery jobs in it, as when it lies before the service's first)."""
     shown = []
     for key, label, kind in CARDS:
         value = current[key]
@@ -86,6 +87,8 @@ def cards(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict
             detail = f"95% CI {percent(current['ci_low'])} to {percent(current['ci_high'])}"
         if previous is None:
             before = "previous period: not read"
+        elif not previous["delivery_jobs"]:  # before the service's history: nothing to compare
+            before = "previous period: no delivery jobs"
         else:
             before = f"previous: {_format(previous[key], kind)} ({_change(value, previous[key], kind)})"  # fmt: skip
         shown.append({"id": key.replace("_", "-"), "label": label, "value": _format(value, kind),
