@@ -330,6 +330,43 @@ def test_a_loop_in_a_workflow_that_triggers_every_minute_is_a_volume_spike():
     assert found["kind"].eq("volume_spike").all(), list(found["summary"])
 
 
+@pytest.mark.parametrize("days", [7, 28])
+def test_a_weekend_loop_smaller_than_two_weekday_peak_hours_is_a_volume_spike(days):
+    # a loop on a Saturday afternoon, three times the hour's usual sends: fewer than two of the
+    # workflow's weekday peak hours (the least a spike had to add), many times its own hours;
+    # over 28 days, more than any of its history's runs as long (a busy week's days outscored it)
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=days)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    notes, workflow = week.notifications, "login-code"  # a client retrying in a loop
+    mine = notes[notes["workflow_identifier"].eq(workflow)]
+    hourly = mine["created_at"].dt.floor("h").value_counts()
+    start = pd.Timestamp("2026-10-31T14:10:00Z")  # a Saturday afternoon
+    count = 3 * int(mine["created_at"].between(start, start + HOUR).sum())
+    assert 20 <= count < 2 * hourly.max()  # below the old floor
+    people = notes.drop_duplicates("subscriber_id").iloc[:30]
+    baseline = history if days < 28 else None  # four weeks: their own season
+    found = find_incidents(looped(week, workflow, start, count, people), baseline=baseline)
+    spikes = found[found["kind"].eq("volume_spike")]
+    assert [flows[0] for flows in spikes["workflows"]] == [workflow], list(found["summary"])
+    assert abs(spikes.iloc[0]["notifications"] / count - 1) < 0.2
+    assert len(found) == 1, list(found["summary"])
+
+
+def test_a_small_workflows_fan_out_on_a_quiet_evening_is_no_spike():
+    # a security notice to 14 people within a minute, on a Saturday evening where one an hour
+    # is usual: more than two of the evening's busiest hours, fewer than two of the window's,
+    # and no one reached twice (a spike that small must be a loop's)
+    end = pd.Timestamp("2026-11-01T12:00:00Z")
+    traffic = shaped_traffic(3, end, incidents=False, vary=True)
+    activity = traffic.window(end - pd.Timedelta(days=28), end)[0]
+    notes = activity.notifications
+    burst = notes[notes["workflow_identifier"].eq("security-notice")
+                  & notes["created_at"].between("2026-10-10T19:16:50Z", "2026-10-10T19:17:55Z")]  # fmt: skip
+    assert len(burst) == 14 and burst["subscriber_id"].is_unique
+    found = find_incidents(activity)
+    assert found.empty, list(found["summary"])
+
+
 def test_a_loop_across_two_clock_hours_is_counted_in_both():
     # a loop from 14:47 to 15:47: its 13 minutes in the 14:00 hour are as much its jobs as the
     # rest (counted on the 15:00 hour alone, its impact was a fifth short)
@@ -351,10 +388,11 @@ def test_a_loop_across_two_clock_hours_is_counted_in_both():
     assert abs(row["notifications"] / count - 1) < 0.2, (count, row["summary"])
 
 
-def test_one_persons_dead_token_re_triggered_all_day_is_no_incident():
+def test_one_persons_dead_token_re_triggered_all_day_is_no_failure_incident():
     # a loop re-triggers a push notification three times an hour for a day for one person
     # whose token is dead: 72 failures, and the provider's usual few of five other people
-    # (before a row mostly one person's had to hold without them: a OneSignal error row)
+    # (before a row mostly one person's had to hold without them: a OneSignal error row); the
+    # loop itself may be its workflow's spike (more than any day of its history), no more
     traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
     week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
     notes, jobs = week.notifications, week.jobs
@@ -368,7 +406,8 @@ def test_one_persons_dead_token_re_triggered_all_day_is_no_incident():
     jobs = jobs[~jobs["job_id"].str.startswith("loop-") | jobs["type"].eq("push")]
     details = details[details["job_id"].isin(jobs["job_id"])]
     found = find_incidents(type(looping)(notes, jobs, details), baseline=history)
-    assert found.empty, list(found["summary"])
+    assert found["kind"].eq("volume_spike").all(), list(found["summary"])
+    assert all(flows[0] == workflow for flows in found["workflows"]), list(found["summary"])
 
 
 @pytest.mark.parametrize("days", [3, 7])

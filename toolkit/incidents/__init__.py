@@ -61,13 +61,17 @@ mean and variance (`scan.count_p_value`). Its p-value is multiplied by the numbe
 failure periods examined, where a volume period of ``l`` hours counts ``1 / l`` (overlapping
 periods are nearly the same test; `scan.effective_tests`). A group's period with at most ``1 /
 min_ratio`` of its expected jobs is a ``volume_drop``; with ``min_ratio`` times them and more
-than its bursts and two hours of its busiest traffic, and a larger departure than any of the
-group's in each week of the history against the others, a ``volume_spike`` (recurring batches
-and the group's usual bursts are in the history, so only what departs from it is) when its send
-occasions (below) or its repeats (notifications beyond one per subscriber: a loop for a few
-people, where the group triggers in most minutes already) depart too, or its busiest hour sends
-more than twice the group's busiest in the history (`volume.triggered`: a fan-out sent at once
-is one occasion, once per subscriber, and makes a tail heavier than its variance says). A spike
+than its bursts and two of its busiest expected hours (a workflow's: of the period itself, so
+that a loop on a quiet Saturday counts against Saturday's traffic; a channel's or provider's: of
+the window), and a larger departure than any of the group's as long in each week of the
+history against the others, a ``volume_spike`` (recurring batches and the group's usual
+bursts are in the history, so only what departs from it is) when its send occasions (below)
+or its repeats (notifications beyond one per subscriber: a loop for a few people, where the
+group triggers in most minutes already) depart too, or its busiest hour sends more than twice
+the group's busiest in the history (`volume.triggered`: a fan-out sent at once is one occasion,
+once per subscriber, and makes a tail heavier than its variance says); a workflow's spike short
+of two of the window's busiest hours only when its repeats depart (a loop: a small workflow's
+fan-out on a quiet evening is none). A spike
 takes in the hour either side that sends more than `volume.EDGE` standard deviations beyond its
 expected count (a loop from 18:47 to 19:47). A period not significant by its counts is by its occasions,
 when they are (`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is

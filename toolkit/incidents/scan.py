@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy.special import betainc, gammainc, gammaincc
 
 #: Added to the baseline's events and trials: a rate never seen outside the period is small, not 0.
@@ -240,9 +241,10 @@ class CountScan:
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected (at least `LEAST`), ``min_trials`` times its
-    dispersion and two hours of the group's busiest expected traffic (too many).
+    dispersion and two of the busiest expected hours of the run itself (too many: a loop on a
+    quiet Saturday is measured against Saturday's hours, not the weekday peak's).
     `count_scans` makes the scans of several rules of the same counts at once. ``busiest``
-    (per group) replaces the busiest expected traffic when given."""
+    (per group) replaces the run's busiest expected hour when given."""
 
     observed: np.ndarray
     expected: np.ndarray
@@ -291,10 +293,10 @@ class CountScan:
         if rule.low:
             evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
             evident &= e - k >= rule.min_events
-        else:  # more than two hours of the group's busiest traffic, and than its bursts
-            top = self.expected[group].max() if self.busiest is None else self.busiest[group]
+        else:  # more than two of its busiest expected hours, and than its bursts
+            top = _run_top(self.expected[group], k.shape[1]) if self.busiest is None else float(self.busiest[group])  # fmt: skip
             e = np.maximum(e, LEAST)
-            more = np.maximum(2 * float(top), rule.min_trials * phi)
+            more = np.maximum(2 * top, rule.min_trials * phi)
             evident = (k >= rule.min_ratio * e) & (k - e >= more)
         valid = evident & ~crossed
         if not valid.any():
@@ -340,6 +342,12 @@ def _runs(values: np.ndarray, longest: int = LONGEST) -> tuple[np.ndarray, np.nd
     ends = starts + np.arange(1, min(longest, len(values)) + 1)[None, :]
     inside = ends <= len(values)
     return cumulative[np.minimum(ends, len(values))] - cumulative[starts], inside
+
+
+def _run_top(expected: np.ndarray, width: int) -> np.ndarray:
+    """``[i, l]``: the busiest expected hour of run ``[i, i + l]``."""
+    padded = np.concatenate([expected, np.zeros(width)])
+    return np.maximum.accumulate(sliding_window_view(padded, width)[: len(expected)], axis=1)
 
 
 def effective_tests(valid: np.ndarray, length: np.ndarray) -> float:

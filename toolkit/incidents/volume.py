@@ -13,14 +13,16 @@ a public holiday, the app that triggers the workflows down, a sale day), a chann
 that shares cells with them and departs no further theirs too. A spike of one provider of a channel while another provider of it sends at least half as
 much less than expected (over the hours after the one the traffic moved in) is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it
-departs more than its group did in each week of the season's history (`_beyond_history`) and is
-a spike of send occasions too, or a fan-out larger than any its group made (`triggered`). A row
-of its group's usual traffic an hour off (summer time's end) is none (`an_hour_off`). A row's
-expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
-row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
-season of two weeks read alone keeps only the rows of the week that departs (`confirmed`). A
-drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
+departs more than its group did over as many hours in each week of the season's history
+(`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its
+group made (`triggered`); a workflow's spike short of two of the window's busiest hours, only a
+spike of repeats (a loop). A row of its group's usual traffic an hour off (summer time's end)
+is none (`an_hour_off`). A row's expected jobs are at its day's level (`_level`) and, for a
+channel or provider whose workflows keep triggering, weighed with what their other channels
+sent at the time (`expected_jobs`); a row that then no longer misses (has extra) the fewest
+jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
+the week that departs (`confirmed`). A drop is ongoing while the hours after it cannot show
+that it stopped (`still_going`).
 """
 
 from __future__ import annotations
@@ -71,13 +73,23 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         rules = [
             Evidence(rule.min_trials, rule.min_events, rule.min_ratio, low=low) for low in lows
         ]
-        # two weeks: each week's expected counts are the other's, bursts included; its busiest
-        # traffic is what both weeks sent
-        busiest = np.minimum(observed, expected).max(1) if season.confirm else None
+        # a spike adds two of its busiest expected hours: a workflow's own run's (a loop on a
+        # quiet Saturday), a channel's or provider's the window's busiest (traffic that moves
+        # between providers with the load is no spike of theirs); two weeks: each week's
+        # expected counts are the other's, bursts included, its busiest what both weeks sent
+        busiest = None if own_hours(season, level) else expected.max(1)
+        if season.confirm:
+            busiest = np.minimum(observed, expected).max(1)
         made = count_scans(observed, expected, variance, rules, busiest)
         for low, scan in zip(lows, made, strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
+
+
+def own_hours(season: Season, level: str) -> bool:
+    """Whether a spike of ``level``'s groups need add only two of its own busiest expected
+    hours (`scans`): a workflow's, but of two weeks read alone."""
+    return level == "workflow" and not season.confirm
 
 
 def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: float,
@@ -263,6 +275,12 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
     keys, cells, (variance, spread) = groups
     mine, spread = cells[pick.group], (variance[pick.group], spread[pick.group])
     observed = season.observed[mine].sum(0)
+    # a spike short of two of the window's busiest hours is a loop, or none (`triggered`)
+    small = (
+        not low
+        and own_hours(season, level)
+        and (pick.events - pick.expected < 2 * season.expected[mine].sum(0).max())
+    )
     expected = expected_jobs(season, mine, pick.first, pick.stop, spread)
     # how far it departs: the share of its expected jobs missing, of its jobs extra (the
     # scan's own period, before the edges below)
@@ -308,6 +326,7 @@ def candidate(season: Season, level: str, low: bool, groups, pick, tests: int) -
         "ongoing": ongoing,
         "affected": np.zeros(0, dtype=int),
         "share": core,
+        "small": small,
     }
 
 
@@ -641,7 +660,8 @@ def _joined(season: Season, rows: list[dict]) -> list[dict]:
             last.update(stop=stop, end=max(last["end"], row["end"]), events=observed,
                         jobs=observed, expected=expected,
                         ongoing=(row if row["stop"] >= last["stop"] else last)["ongoing"],
-                        p_value=min(last["p_value"], row["p_value"]), share=share)  # fmt: skip
+                        p_value=min(last["p_value"], row["p_value"]), share=share,
+                        small=last["small"] and row["small"])  # fmt: skip
         else:
             out.append(row)
     return out
@@ -657,18 +677,20 @@ def _score(observed, expected):
 
 
 def _beyond_history(season: Season, row: dict) -> bool:
-    """Whether a spike ``row`` departs more (its score) than its group's largest spike in each
-    week of the reference against the others (the row's own week left out): bursts (fan-outs)
-    make a quasi-Poisson tail too light, and a group's usual bursts are in its history too, a
-    runaway is not."""
+    """Whether a spike ``row`` departs more (its score) than its group's largest spike as long
+    as it (or shorter) in each week of the reference against the others (the row's own week
+    left out): bursts (fan-outs) make a quasi-Poisson tail too light, and a group's usual
+    bursts are in its history too, a runaway is not. A busy week's days score more than an
+    hour's loop can: they are not what an hour's spike is weighed against."""
     weekly = season.reference[row["cells"]].sum(0)  # weeks x 168
     own = _own_week(season, row["first"])
+    hours = row["stop"] - row["first"]
     largest = 0.0
     for week in range(weekly.shape[0]):
         if week == own:
             continue
-        expected = _runs(center(np.delete(weekly[None], week, axis=1))[0])[0]
-        observed, inside = _runs(weekly[week])
+        expected = _runs(center(np.delete(weekly[None], week, axis=1))[0], hours)[0]
+        observed, inside = _runs(weekly[week], hours)
         score = np.where((observed > expected) & inside, _score(observed, expected), 0.0)
         largest = max(largest, float(score.max()))
     return float(_score(np.float64(row["events"]), np.float64(row["expected"]))) > largest
@@ -684,7 +706,10 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     triggering one by one, or a fan-out larger than any the group made. A fan-out or a burst
     sent at once is one occasion, once per subscriber: its jobs make a tail heavier than their
     variance says (a small workflow's bursts of ten at an hour that usually sends one). With
-    a history of counts only (no occasions), every spike stays."""
+    a history of counts only (no occasions), every spike but a small one stays. A ``small``
+    spike (fewer than two of the window's busiest hours) is kept only as a spike of repeats: a
+    loop; a small workflow's burst at a quiet hour is neither larger than it is nor many more
+    triggers."""
     levels: dict[str, list[dict]] = {}
     for row in spikes:
         levels.setdefault(row["level"], []).append(row["keys"])
@@ -692,11 +717,16 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     kept = []
     for row in spikes:
         sent, _, repeats = seasons[row["level"]]
-        if not isinstance(sent, Season) or _larger_than_any(season, row):
+        if not isinstance(sent, Season):
+            if not row["small"]:
+                kept.append(row)
+            continue
+        if not row["small"] and _larger_than_any(season, row):
             kept.append(row)
             continue
         if any(_occasion_p(*_group_counts(one, row["level"], row["keys"]), row["first"],
-                           row["stop"]) <= alpha for one in (sent, repeats)):  # fmt: skip
+                           row["stop"]) <= alpha
+               for one in ((repeats,) if row["small"] else (sent, repeats))):  # fmt: skip
             kept.append(row)
     return kept
 
