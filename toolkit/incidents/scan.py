@@ -241,10 +241,10 @@ class CountScan:
     `LONGEST` buckets. The same rounds as `Scan`; `tests` as `effective_tests`. A
     period needs ``min_trials`` expected and a ratio ``1 / min_ratio`` (too few), or a ratio
     ``min_ratio`` and, above the expected (at least `LEAST`), ``min_trials`` times its
-    dispersion and two of the busiest expected hours of the run itself (too many: a loop on a
-    quiet Saturday is measured against Saturday's hours, not the weekday peak's).
-    `count_scans` makes the scans of several rules of the same counts at once. ``busiest``
-    (per group) replaces the run's busiest expected hour when given."""
+    dispersion and two of the group's busiest expected hours (too many).
+    `count_scans` makes the scans of several rules of the same counts at once. The busiest
+    expected hour is the group's in all the buckets, or the run's own with ``own_hours``, or
+    ``busiest`` (per group) when given."""
 
     observed: np.ndarray
     expected: np.ndarray
@@ -252,6 +252,7 @@ class CountScan:
     evidence: Evidence
     tests: float = 0.0
     busiest: np.ndarray | None = None
+    own_hours: bool = False
     used: np.ndarray = field(init=False)
     first: InitVar[bool] = True  # its first round now (else `count_scans` sets it)
 
@@ -294,7 +295,9 @@ class CountScan:
             evident = (e >= rule.min_trials) & (k * rule.min_ratio <= e)
             evident &= e - k >= rule.min_events
         else:  # more than two of its busiest expected hours, and than its bursts
-            top = _run_top(self.expected[group], k.shape[1]) if self.busiest is None else float(self.busiest[group])  # fmt: skip
+            top = (float(self.busiest[group]) if self.busiest is not None
+                   else _run_top(self.expected[group], k.shape[1]) if self.own_hours
+                   else float(self.expected[group].max()))  # fmt: skip
             e = np.maximum(e, LEAST)
             more = np.maximum(2 * top, rule.min_trials * phi)
             evident = (k >= rule.min_ratio * e) & (k - e >= more)
@@ -317,12 +320,12 @@ class CountScan:
 
 
 def count_scans(
-    observed, expected, variance, rules: list[Evidence], busiest=None
+    observed, expected, variance, rules: list[Evidence], busiest=None, own_hours=False
 ) -> list[CountScan]:
     """A `CountScan` of the same counts under each of ``rules`` (too few, too many): their
     first rounds (nothing marked yet) read each group's runs once."""
-    scans = [CountScan(observed, expected, variance, rule, busiest=busiest, first=False)
-             for rule in rules]  # fmt: skip
+    scans = [CountScan(observed, expected, variance, rule, busiest=busiest, own_hours=own_hours,
+                       first=False) for rule in rules]  # fmt: skip
     found = [([], 0.0) for _ in rules]
     for group in range(len(observed)):
         runs = scans[0]._runs(group)

@@ -77,10 +77,8 @@ def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
         # quiet Saturday), a channel's or provider's the window's busiest (traffic that moves
         # between providers with the load is no spike of theirs); two weeks: each week's
         # expected counts are the other's, bursts included, its busiest what both weeks sent
-        busiest = None if own_hours(season, level) else expected.max(1)
-        if season.confirm:
-            busiest = np.minimum(observed, expected).max(1)
-        made = count_scans(observed, expected, variance, rules, busiest)
+        busiest = np.minimum(observed, expected).max(1) if season.confirm else None
+        made = count_scans(observed, expected, variance, rules, busiest, own_hours(season, level))
         for low, scan in zip(lows, made, strict=True):
             out[level, low] = (scan, (keys, cells, variance))
     return out
