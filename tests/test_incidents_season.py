@@ -352,6 +352,40 @@ def test_a_weekend_loop_smaller_than_two_weekday_peak_hours_is_a_volume_spike(da
     assert len(found) == 1, list(found["summary"])
 
 
+def slowed(activity, provider, start, seconds):
+    """``activity`` with the sends of ``provider`` whose first attempt was in the hour from
+    ``start`` delivered ``seconds`` later (their Success execution details): a queue's wait."""
+    notes, jobs, details = activity
+    mine = jobs["provider_id"].eq(provider) & jobs["first_execution_at"].between(
+        start, start + HOUR
+    )
+    late = details["job_id"].isin(jobs.loc[mine, "job_id"]) & details["status"].eq("Success")
+    later = details["created_at"] + pd.Timedelta(seconds=seconds)
+    return type(activity)(
+        notes, jobs, details.assign(created_at=later.where(late, details["created_at"]))
+    )
+
+
+def test_sends_a_loops_load_slowed_are_the_loops_row():
+    # a runaway loop on a weekday afternoon queues its provider's every send: the slowdown
+    # alone is a latency degradation; with the loop that caused it, one spike row that names it
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    notes, workflow = week.notifications, "login-code"
+    start = pd.Timestamp("2026-10-28T14:10:00Z")  # a Wednesday afternoon
+    mine = notes[notes["workflow_identifier"].eq(workflow)]
+    count = 5 * int(mine["created_at"].between(start, start + HOUR).sum())
+    jobs = week.jobs[week.jobs["notification_id"].isin(mine["notification_id"])]
+    provider = jobs.loc[jobs["type"].ne("in_app"), "provider_id"].mode().iloc[0]  # not built in
+    alone = find_incidents(slowed(week, provider, start, 20), baseline=history)
+    assert alone["kind"].tolist() == ["latency_degradation"], list(alone["summary"])
+    people = notes.drop_duplicates("subscriber_id").iloc[:30]
+    loop = looped(week, workflow, start, count, people)
+    found = find_incidents(slowed(loop, provider, start, 20), baseline=history)
+    assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
+    assert f"its load slowed {provider_name(provider)}" in found.iloc[0]["summary"]
+
+
 def test_a_small_workflows_fan_out_on_a_quiet_evening_is_no_spike():
     # a security notice to 14 people within a minute, on a Saturday evening where one an hour
     # is usual: more than two of the evening's busiest hours, fewer than two of the window's,

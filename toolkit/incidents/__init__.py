@@ -184,7 +184,8 @@ window), provider_outage (at least ``outage_rate`` of the sends failed and the s
 most of them; or one error code on that share of the provider's sends, retried: "usually" is
 then the provider's rate), error_spike, provider_outage below ``outage_rate`` (many codes at
 once), latency_degradation (dropped when most of its slow jobs are a kept row's failures: a
-retried error slows what it retries). A domain bouncing through several providers is one
+retried error slows what it retries; and when it began during a volume_spike of a group that sends
+through its provider: the spike's load queued its sends, and the spike's row names the slowdown). A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
 domain's (at least half of them, while the provider's sends to other domains then failed at most
 half as often as the domain's: a domain with most of the sends, failing like the rest, is the

@@ -255,6 +255,7 @@ def find_incidents(
         kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha / tests)}
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
     moved = volume.at_the_same_time(seasonal, moved)
+    rows = volume.slowed_by_spikes(seasonal, rows, moved)  # a spike's load: the spike's row
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip

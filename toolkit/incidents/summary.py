@@ -165,6 +165,14 @@ def _name(provider: str | None) -> str:
     return "The built-in in-app provider" if provider == "svc" else provider_name(provider)
 
 
+def _sends(keys: dict) -> str:
+    """A provider's sends of a channel, mid-sentence: "FCM push sends", "in-app sends" (the
+    built-in provider)."""
+    channel = channel_name(keys["channel"])
+    provider = keys["provider_id"]
+    return f"{channel} sends" if provider == "svc" else f"{provider_name(provider)} {channel} sends"
+
+
 def _group(row: dict, provider: str, channel: str) -> str:
     """How a volume row's group is written: a workflow, a channel, or a provider's channel."""
     keys = row["keys"]
@@ -235,6 +243,10 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
         )
         if "level" not in row:
             text += " (compared with the rest of the window: no seasonal baseline)"
+        if row.get("slowed"):  # sends its load slowed (`volume.slowed_by_spikes`)
+            text += ", and its load slowed " + _listed([
+                f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95, usually {slow['usual_p95']:,.1f} s)"
+                for slow in row["slowed"]])  # fmt: skip
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"
         if "likely" in row:
