@@ -31,6 +31,7 @@ import traceback
 from typing import Any
 
 import pandas as pd
+from accuracy_incidents import ROW_KIND
 from larkspur import make
 
 from toolkit.incidents import find_incidents
@@ -86,7 +87,7 @@ def match(rows: pd.DataFrame, planted: dict[str, Any]) -> tuple[Any, list[Any]]:
     for i, row in rows.iterrows():
         if not at_place(row, planted):
             continue
-        if row["kind"] == planted["kind"] and found is None:
+        if row["kind"] == ROW_KIND.get(planted["kind"], planted["kind"]) and found is None:
             found = i
         else:
             related.append(i)
@@ -113,8 +114,10 @@ def window_name(window: str) -> str:
     return f"{window}d" if window.isdigit() else window
 
 
-def sweep(seeds, clocks, windows, load_latency: float = 0.4, loop_mult: float = 5.0) -> None:
-    """The sweep (see the module docstring), printing rows as it goes, then the totals."""
+def sweep(make, clocks, seeds, windows, load_latency: float = 0.4, loop_mult: float = 5.0) -> None:
+    """The sweep (see the module docstring), printing rows as it goes, then the totals: each
+    seed's draws by ``make`` (`larkspur.make`'s signature) at each clock of ``clocks`` (name:
+    Timestamp)."""
     impacts: dict[str, list] = {}  # planted kind: impact error of each, None when missed
     by_window: dict[str, list] = {window: [] for window in windows}
     extra: dict[str, int] = {}
@@ -124,8 +127,7 @@ def sweep(seeds, clocks, windows, load_latency: float = 0.4, loop_mult: float = 
     took = []
     failed = []  # labels of the windows find_incidents raised on
     for seed in seeds:
-        for clock in clocks:
-            end = CLOCKS[clock]
+        for clock, end in clocks.items():
             for incidents in (False, True):
                 began = time.perf_counter()
                 draw = make(seed, end, DAYS, incidents=incidents, load_latency=load_latency,
@@ -234,7 +236,8 @@ def main() -> None:
         help="the planted loop's volume, in times the workflow's usual volume in that hour",
     )
     args = parser.parse_args()
-    sweep(args.seeds, args.clocks, args.windows, args.load_latency, args.loop_mult)
+    clocks = {name: CLOCKS[name] for name in args.clocks}
+    sweep(make, clocks, args.seeds, args.windows, args.load_latency, args.loop_mult)
 
 
 if __name__ == "__main__":

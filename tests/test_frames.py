@@ -454,6 +454,8 @@ def test_seeded_incidents_show_their_error_codes(seeded):
         ('{"errors": [{"code": "invalid_to", "message": "bad"}], "statusCode": 400}', "invalid_to"),
         ('{"errors": [{"message": "Too many requests"}], "statusCode": 429}', "429"),
         ('{"response": {"code": 550}}', "550"),
+        ('{"MessageStatus": "undelivered", "ErrorCode": "30007"}', "30007"),
+        ('{"eventType": "Bounce", "bounce": {"bouncedRecipients": [{"status": "5.7.1"}]}}', "5.7.1"),
         ('{"status": "error", "details": {"error": "DeviceNotRegistered"}}', "DeviceNotRegistered"),
         ('{"reason": "BadDeviceToken", "status": 400}', "BadDeviceToken"),
         ('{"event": "bounce", "status": "5.1.1", "reason": "550 5.1.1 No such user"}', "5.1.1"),

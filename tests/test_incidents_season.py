@@ -13,6 +13,7 @@ from tests.test_counts import spark, spark_missing  # noqa: F401 (the Spark sess
 from toolkit import delivery_counts, metrics, open_store
 from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
+from toolkit.frames import Activity
 from toolkit.incidents import find_incidents, scan, season
 from toolkit.sandbox.seed.shaped import Traffic, shaped_traffic
 from toolkit.words import provider_name
@@ -649,6 +650,26 @@ def test_a_rate_limit_that_slows_what_it_retries_is_one_row(week):
     assert list(rows["kind"]) == ["error_spike"]
     assert rows.iloc[0]["error_code"] == "RateLimited"
     assert rows.iloc[0]["notifications"] == len(retried) == limited["notifications"]
+
+
+def test_a_provider_throttling_most_sends_is_an_error_spike_not_an_outage(shaped):
+    # the planted outage's failures as a rate limit (HTTP 429, "Too many requests"): retried
+    # and failing most sends as before, but a provider throttling is up
+    after = NOW - pd.Timedelta(days=7)
+    (notes, jobs, details), planted = shaped.window(after, NOW)
+    down = planted_of(planted, "provider_outage")
+    hit = jobs["provider_id"].eq(down["provider_id"]) & jobs["error_code"].eq("503")
+    jobs = jobs.assign(error_code=jobs["error_code"].mask(hit, "429"),
+                       error_text=jobs["error_text"].mask(hit, "Too many requests"))  # fmt: skip
+    raw = details["raw"].mask(details["job_id"].isin(jobs.loc[hit, "job_id"]) & details["raw"].eq('{"code": "503"}'),
+                              '{"code": "429", "message": "Too many requests"}')  # fmt: skip
+    throttled = Activity(notes, jobs, details.assign(raw=raw))
+    history = shaped.window(after - HISTORY, after)[0]
+    found = find_incidents(throttled, baseline=history)
+    rows = found[found["provider_id"].eq(down["provider_id"]).fillna(False)
+                 & (found["started_at"] <= down["end"]) & (found["ended_at"] >= down["start"])]  # fmt: skip
+    assert list(rows["kind"]) == ["error_spike"], list(found["summary"])
+    assert rows.iloc[0]["error_code"] == "429" and rows.iloc[0]["failure_rate"] >= 0.5
 
 
 def test_a_baseline_of_other_groups_is_refused(shaped):

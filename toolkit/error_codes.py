@@ -14,8 +14,8 @@ def error_code(raw: str | None) -> str | None:
     """The provider's error code in an execution detail's ``raw`` text, as a string.
 
     ``raw`` must be a JSON object; the first code-like value found is taken from, in order:
-    ``code``, ``errorCode``, ``error_code``, ``error.code``, ``Error.Code``, ``errors[0].code``,
-    ``response.code``, ``details.error``, ``error``, ``reason``, ``body``, ``status``,
+    ``code``, ``errorCode``, ``ErrorCode``, ``error_code``, ``error.code``, ``Error.Code``,
+    ``errors[0].code``, ``response.code``, ``bounce.bouncedRecipients[0].status``, ``details.error``, ``error``, ``reason``, ``body``, ``status``,
     ``statusCode``, ``event``. Free-text fields (from ``details.error`` on) count only when
     they are one word and not a generic one such as ``"error"``. None when there is no code
     (including a null or non-JSON ``raw``).
@@ -40,11 +40,13 @@ def error_code(raw: str | None) -> str | None:
 _CODE_PATHS = (
     (("code",), False),
     (("errorCode",), False),
+    (("ErrorCode",), False),  # Twilio's and Plivo's status callbacks
     (("error_code",), False),
     (("error", "code"), False),
     (("Error", "Code"), False),
     (("errors", 0, "code"), False),
     (("response", "code"), False),
+    (("bounce", "bouncedRecipients", 0, "status"), False),  # Amazon SES's bounce event
     (("details", "error"), True),
     (("error",), True),
     (("reason",), True),

@@ -44,6 +44,12 @@ CREDENTIAL_WORDS = re.compile(
     r"invalid[_ ]?(api[_ ]?)?key|bad[_ ]?device",
     re.IGNORECASE,
 )
+#: Error codes and messages that say the provider is rate limiting the sends (any provider):
+#: throttled, it is up, so this is an error spike at any rate, never an outage.
+RATE_LIMIT_WORDS = re.compile(
+    r"rate[_ -]?(?:limit|exceed)|throttl|too[_ ]?many[_ ]?(?:requests|messages)|\b(?:20)?429\b",
+    re.IGNORECASE,
+)
 #: Share of a row's affected jobs already in a kept row above which it is the same incident;
 #: also the share of a provider's failures one domain must have to be that domain's bounces,
 #: and the share of an outage's failed jobs that the service retried.
@@ -1058,17 +1064,24 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         pair = usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])  # fmt: skip
         row["usual_p95"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
         return "latency_degradation"
+    hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
+    throttled = _rate_limited(row.get("cause") or row["keys"].get("error_code"), hit)
     if scan == "provider":
-        hit = jobs["retried"].iloc[row["affected"]]
-        retried = hit.mean() >= MOST if len(hit) else False
+        retried = hit["retried"].mean() >= MOST if len(hit) else False
+        if throttled:
+            return "error_spike"
         down = row["rate"] >= outage_rate and retried
         return "provider_outage" if down else "provider_outage:partial"
     if scan == "domain":
         rest = _failed_to(jobs, row, row["keys"]["domain"])[1]
         concentrated = len(rest) and rest.mean() <= MOST * row["rate"]
         return "domain_bounces" if concentrated else None
-    hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
-    if scan == "code" and row["rate"] >= outage_rate and hit["retried"].mean() >= MOST:
+    if (
+        scan == "code"
+        and row["rate"] >= outage_rate
+        and hit["retried"].mean() >= MOST
+        and not throttled
+    ):
         # one code failing most of the provider's sends, retried: the provider is down
         row["base_rate"] = _provider_rate(found, row)
         return "provider_outage"
@@ -1089,6 +1102,15 @@ def _provider_rate(found: _Found, row: dict) -> float:
         failed = scan.events[group].sum() - row["events"]
         tried = scan.weighed(group).sum() - row["jobs"]
     return float(failed / tried) if tried > 0 else row["base_rate"]
+
+
+def _rate_limited(code: str | None, hit: pd.DataFrame) -> bool:
+    """Whether the error ``code``, or most of the ``hit`` jobs' error texts, say the provider
+    rate limited the sends (`RATE_LIMIT_WORDS`)."""
+    if code is not None and RATE_LIMIT_WORDS.search(str(code)):
+        return True
+    texts = hit["error_text"].dropna()
+    return bool(len(texts)) and texts.str.contains(RATE_LIMIT_WORDS).mean() >= MOST
 
 
 def _stale(row: dict, hit: pd.DataFrame) -> bool:

@@ -17,13 +17,13 @@ departs more than its group did over as many hours in each week of the season's 
 (`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its
 group made (`triggered`); a workflow's spike short of two of the window's busiest hours, only a
 spike of repeats (a loop). A row of its group's usual traffic an hour off (summer time's end)
-is none (`an_hour_off`). A latency degradation that began during a spike of a group sending
-through its provider is the spike's (`slowed_by_spikes`: its load slowed the sends). A row's expected jobs are at its day's level (`_level`) and, for a
-channel or provider whose workflows keep triggering, weighed with what their other channels
-sent at the time (`expected_jobs`); a row that then no longer misses (has extra) the fewest
-jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
-the week that departs (`confirmed`). A drop is ongoing while the hours after it cannot show
-that it stopped (`still_going`).
+is none (`an_hour_off`). A latency degradation at the time of a spike of a group sending
+through its provider is the spike's (`slowed_by_spikes`: its load slowed the sends). A row's
+expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
+keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
+row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
+season of two weeks read alone keeps only the rows of the week that departs (`confirmed`). A
+drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
 """
 
 from __future__ import annotations
@@ -535,16 +535,16 @@ def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
-    """``rows`` without each latency degradation that began during a spike (of ``moved``) of a
+    """``rows`` without each latency degradation at the time of a spike (of ``moved``) of a
     group that sends through its provider: the spike's load slowed the provider's sends (a
-    runaway loop queues them all), one cause, so it is the spike's row's (``slowed``: named in
-    its summary), not a row of its own."""
+    runaway loop, a busy day queues them all), one cause, so it is the spike's row's
+    (``slowed``: named in its summary), not a row of its own."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
         spike = next((spike for spike in spikes if row["kind"] == "latency_degradation"
-                      and spike["start"] <= row["start"] < spike["end"]
+                      and row["start"] < spike["end"] and row["end"] > spike["start"]
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)
