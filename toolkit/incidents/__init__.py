@@ -64,8 +64,11 @@ min_ratio`` of its expected jobs is a ``volume_drop``; with ``min_ratio`` times 
 than its bursts and two of its busiest expected hours (a workflow's: of the period itself, so
 that a loop on a quiet Saturday counts against Saturday's traffic; a channel's or provider's: of
 the window), and a larger departure than any of the group's as long in each week of the
-history against the others, a ``volume_spike`` (recurring batches and the group's usual
-bursts are in the history, so only what departs from it is) when its send occasions (below)
+history against the others, and from the same hours of the window's other days (each scaled
+by the hours beside it, `volume.confirmed`: a promotion sent on days that change from week to
+week, or a whole day busier than usual, departs from its hour of the week alone), a
+``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only
+what departs from it is) when its send occasions (below)
 or its repeats (notifications beyond one per subscriber: a loop for a few people, where the
 group triggers in most minutes already) depart too, or its busiest hour sends more than twice
 the group's busiest in the history (`volume.triggered`: a fan-out sent at once is one occasion,
@@ -184,8 +187,11 @@ window), provider_outage (at least ``outage_rate`` of the sends failed and the s
 most of them; or one error code on that share of the provider's sends, retried: "usually" is
 then the provider's rate), error_spike, provider_outage below ``outage_rate`` (many codes at
 once), latency_degradation (dropped when most of its slow jobs are a kept row's failures: a
-retried error slows what it retries; and when it began during a volume_spike of a group that sends
-through its provider: the spike's load queued its sends, and the spike's row names the slowdown). A domain bouncing through several providers is one
+retried error slows what it retries; and when at least half of its period lies within a
+volume_spike of a group that sends through its provider: the spike's load queued its sends, and
+the spike's row names the slowdown). A provider rate limiting the sends (a code or message
+saying rate limit, throttled, too many requests, 429) is an error_spike at any rate, never an
+outage: it is up. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
 domain's (at least half of them, while the provider's sends to other domains then failed at most
 half as often as the domain's: a domain with most of the sends, failing like the rest, is the

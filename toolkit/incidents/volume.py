@@ -17,13 +17,15 @@ departs more than its group did over as many hours in each week of the season's 
 (`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its
 group made (`triggered`); a workflow's spike short of two of the window's busiest hours, only a
 spike of repeats (a loop). A row of its group's usual traffic an hour off (summer time's end)
-is none (`an_hour_off`). A latency degradation at the time of a spike of a group sending
-through its provider is the spike's (`slowed_by_spikes`: its load slowed the sends). A row's
-expected jobs are at its day's level (`_level`) and, for a channel or provider whose workflows
-keep triggering, weighed with what their other channels sent at the time (`expected_jobs`); a
-row that then no longer misses (has extra) the fewest jobs a row needs is none (`departs`). A
-season of two weeks read alone keeps only the rows of the week that departs (`confirmed`). A
-drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
+is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
+sending through its provider is the spike's (`slowed_by_spikes`: its load slowed the sends). A
+row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose
+workflows keep triggering, weighed with what their other channels sent at the time
+(`expected_jobs`); a row that then no longer misses (has extra) the fewest jobs a row needs is
+none (`departs`). A season of two weeks read alone keeps only the rows of the week that departs,
+and a spike must depart from the same hours of the window's other days too (`confirmed`: a
+promotion sent on days that change from week to week, a busy day, departs from its hour of the
+week alone). A drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ BESIDE = 12
 #: Fewest other days a row is confirmed against, and hours of it compared (`confirmed`).
 MIN_DAYS = 5
 DAY = 24
+#: Share of a latency degradation's period within a spike's that makes it the spike's load.
+LOADED = 0.5
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -358,21 +362,32 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
     departure of the other): its first `DAY` hours depart from the same hours of the window's
     other days (`_against_days`; negative binomial, at ``alpha``), and more than the other
     week's same hours depart the other way (the two weeks share the hour of the week: what the
-    other days cannot know of it, a Sunday night's, is in both)."""
-    if not season.confirm:
+    other days cannot know of it, a Sunday night's, is in both). Any other season's spike, too,
+    must depart from the window's other days when there are enough of them: a group sending
+    bursts at those hours on days that change from week to week (a promotion), or all day more
+    than usual (a sale, a rainy evening's orders), departs from its hour of the week alone."""
+    spike = row["kind"] == "volume_spike"
+    if not season.confirm and not spike:
         return True
     counts = season.observed[row["cells"]].sum(0)
     first, stop = row["first"], min(row["stop"], row["first"] + DAY)
-    low = row["kind"] != "volume_spike"  # a shift: its provider's drop
-    own = _against_days(season, counts, first, stop, low)
-    if own is None or count_p_value(own[0], own[1], own[2], low=low) > alpha:
+    own = _against_days(season, counts, first, stop, not spike)  # a shift: its provider's drop
+    if own is None:
+        return not season.confirm
+    if count_p_value(own[0], own[1], own[2], low=not spike) > alpha:
         return False
+    if not season.confirm:
+        return True
     other = first + WEEK if stop + WEEK <= len(counts) else first - WEEK
-    mirror = _against_days(season, counts, other, other + stop - first, low) if other >= 0 else None
+    mirror = (
+        _against_days(season, counts, other, other + stop - first, not spike)
+        if other >= 0
+        else None
+    )
     if mirror is None:
         return True
     ratio = (own[0] + 1) / (own[1] + 1) * (mirror[0] + 1) / (mirror[1] + 1)
-    return bool(ratio <= 1 if low else ratio >= 1)
+    return bool(ratio >= 1 if spike else ratio <= 1)
 
 
 def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low: bool):
@@ -535,22 +550,29 @@ def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
-    """``rows`` without each latency degradation at the time of a spike (of ``moved``) of a
-    group that sends through its provider: the spike's load slowed the provider's sends (a
-    runaway loop, a busy day queues them all), one cause, so it is the spike's row's
-    (``slowed``: named in its summary), not a row of its own."""
+    """``rows`` without each latency degradation mostly at the time of a spike (of ``moved``:
+    at least `LOADED` of its period) of a group that sends through its provider: the spike's
+    load slowed the provider's sends (a runaway loop, a busy evening queues them all), one
+    cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own.
+    A slowdown that began well before the spike is not its load."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
         spike = next((spike for spike in spikes if row["kind"] == "latency_degradation"
-                      and row["start"] < spike["end"] and row["end"] > spike["start"]
+                      and _within(row, spike) >= LOADED
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)
         else:
             spike.setdefault("slowed", []).append(row)
     return kept
+
+
+def _within(row: dict, other: dict) -> float:
+    """The share of ``row``'s period that lies within ``other``'s."""
+    inside = min(row["end"], other["end"]) - max(row["start"], other["start"])
+    return max(inside, pd.Timedelta(0)) / max(row["end"] - row["start"], pd.Timedelta(1))
 
 
 def _carried(season: Season, row: dict, rows: list[dict]) -> bool:
