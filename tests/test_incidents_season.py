@@ -276,11 +276,11 @@ def test_a_runaway_workflow_is_a_volume_spike():
     assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
 
 
-def looped(activity, workflow, start, count, people, among=None):
+def looped(activity, workflow, start, count, people, among=None, named=None):
     """``activity`` with ``count`` more notifications of ``workflow`` over the hour from
     ``start``, each for one of the subscribers of ``people`` (notifications rows): copies of
     its own (of those whose ids are ``among``, when given), their jobs and execution details
-    moved to their new time."""
+    moved to their new time; of the workflow ``named`` instead, when given."""
     notes, jobs, details = activity
     rng = np.random.default_rng(0)
     own = notes[notes["workflow_identifier"].eq(workflow)]
@@ -289,12 +289,13 @@ def looped(activity, workflow, start, count, people, among=None):
     own = own.sample(count, replace=True, random_state=1)
     at = start + pd.to_timedelta(rng.random(count) * 3600, unit="s")
     copies = pd.DataFrame({"old": own["notification_id"].to_numpy(),
-                           "new": [f"loop-{start:%H%M}-{n}" for n in range(count)],
+                           "new": [f"loop-{start:%m%d%H%M}-{n}" for n in range(count)],
                            "shift": at - pd.DatetimeIndex(own["created_at"])})  # fmt: skip
     who = people.iloc[rng.integers(0, len(people), count)]
     new_notes = own.assign(notification_id=copies["new"].to_numpy(), created_at=at,
                            subscriber_id=who["subscriber_id"].to_numpy(),
-                           subscriber_email=who["subscriber_email"].to_numpy())  # fmt: skip
+                           subscriber_email=who["subscriber_email"].to_numpy(),
+                           workflow_identifier=named or workflow)  # fmt: skip
     new_jobs = copies.merge(jobs, left_on="old", right_on="notification_id")
     new_jobs["notification_id"] = new_jobs["new"]
     new_jobs["old_job"], new_jobs["job_id"] = new_jobs["job_id"], new_jobs["new"] + "-" + new_jobs["job_id"]  # fmt: skip
@@ -385,6 +386,41 @@ def test_sends_a_loops_load_slowed_are_the_loops_row():
     found = find_incidents(slowed(loop, provider, start, 20), baseline=history)
     assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
     assert f"its load slowed {provider_name(provider)}" in found.iloc[0]["summary"]
+
+
+def test_a_slowdown_that_began_hours_before_a_campaign_is_its_own_row():
+    # the planted slowdown of an email provider runs from three hours before the campaign to an
+    # hour into it: not the campaign's load, so it stays a row of its own
+    activity, planted, found = read(shaped_traffic(2, NOW), 7)
+    slow, campaign = planted_of(planted, "latency_degradation"), planted_of(planted, "campaign")
+    assert slow["start"] < campaign["start"] - 2 * HOUR and campaign["start"] < slow["end"]
+    rows = found[found["kind"].eq("latency_degradation")]
+    assert list(rows["provider_id"]) == [slow["provider_id"]], list(found["summary"])
+    spike = found[found["kind"].eq("volume_spike")]
+    assert len(spike) == 1 and "its load slowed" not in spike.iloc[0]["summary"]
+
+
+def test_a_promotion_sent_on_days_that_change_every_week_is_no_spike():
+    # a push promotion at four hours of the day (four markets), each on about half the days,
+    # which ones changing every week: the hours of a week may expect none (no other week sent
+    # it that day: "where about 0 were expected"), the same hours of the other days say usual
+    traffic = shaped_traffic(2, NOW, incidents=False)
+    after, start = NOW - pd.Timedelta(days=28), NOW - pd.Timedelta(days=28) - HISTORY
+    activity = traffic.window(start, NOW)[0]
+    people = activity.notifications.drop_duplicates("subscriber_id")
+    days = pd.date_range(start.floor("D") + pd.Timedelta(days=1), NOW, freq="D", inclusive="left")
+    rng = np.random.default_rng(3)
+    for hour in (6, 11, 17, 20):
+        for day in days[rng.random(len(days)) < 0.5]:
+            activity = looped(activity, "login-code", day + pd.Timedelta(hours=hour), 60, people,
+                              named="flash-sale")  # fmt: skip
+    promoted = Traffic(*activity)
+    found = find_incidents(
+        promoted.window(after, NOW)[0], baseline=promoted.window(start, after)[0]
+    )
+    assert not found["workflows"].map(lambda flows: "flash-sale" in flows).any(), list(
+        found["summary"]
+    )
 
 
 def test_a_small_workflows_fan_out_on_a_quiet_evening_is_no_spike():
