@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["error_code"]
+__all__ = ["RATE_LIMITED", "error_code"]
+
+#: Error codes and messages that say a provider is rate limiting the sends (any provider): it
+#: is up, throttling them.
+RATE_LIMITED = re.compile(
+    r"rate[_ -]?(?:limit|exceed)|throttl|too[_ ]?many[_ ]?(?:requests|messages)|\b(?:20)?429\b",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=4096)

@@ -188,8 +188,8 @@ most of them; or one error code on that share of the provider's sends, retried: 
 then the provider's rate), error_spike, provider_outage below ``outage_rate`` (many codes at
 once), latency_degradation (dropped when most of its slow jobs are a kept row's failures: a
 retried error slows what it retries; and when at least half of its period lies within a
-volume_spike of a group that sends through its provider: the spike's load queued its sends, and
-the spike's row names the slowdown). A provider rate limiting the sends (a code or message
+volume_spike of a group that sends through its provider, at most three times the usual p95:
+the spike's load queued its sends, and the spike's row names the slowdown). A provider rate limiting the sends (a code or message
 saying rate limit, throttled, too many requests, 429) is an error_spike at any rate, never an
 outage: it is up. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that

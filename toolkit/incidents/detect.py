@@ -16,6 +16,7 @@ import pyarrow as pa
 from toolkit import counts as engine_counts
 from toolkit import metrics, words
 from toolkit.counts import delivery_counts, occasion_counts
+from toolkit.error_codes import RATE_LIMITED
 from toolkit.errors import ParameterError
 from toolkit.incidents import rates, season, tables, volume
 from toolkit.incidents.scan import (
@@ -42,12 +43,6 @@ CREDENTIAL_WORDS = re.compile(
     r"token|regist|credential|unauthori[sz]ed|invalid[_ ]?auth|revoked|expired|forbidden|"
     r"no_service|\bgone\b|\b(401|403|410)\b|not[_ ]?found|deactivated|uninstalled|"
     r"invalid[_ ]?(api[_ ]?)?key|bad[_ ]?device",
-    re.IGNORECASE,
-)
-#: Error codes and messages that say the provider is rate limiting the sends (any provider):
-#: throttled, it is up, so this is an error spike at any rate, never an outage.
-RATE_LIMIT_WORDS = re.compile(
-    r"rate[_ -]?(?:limit|exceed)|throttl|too[_ ]?many[_ ]?(?:requests|messages)|\b(?:20)?429\b",
     re.IGNORECASE,
 )
 #: Share of a row's affected jobs already in a kept row above which it is the same incident;
@@ -1106,11 +1101,12 @@ def _provider_rate(found: _Found, row: dict) -> float:
 
 def _rate_limited(code: str | None, hit: pd.DataFrame) -> bool:
     """Whether the error ``code``, or most of the ``hit`` jobs' error texts, say the provider
-    rate limited the sends (`RATE_LIMIT_WORDS`)."""
-    if code is not None and RATE_LIMIT_WORDS.search(str(code)):
+    rate limited the sends (`toolkit.error_codes.RATE_LIMITED`): throttled, it is up, so this is
+    an error spike at any rate, never an outage."""
+    if code is not None and RATE_LIMITED.search(str(code)):
         return True
     texts = hit["error_text"].dropna()
-    return bool(len(texts)) and texts.str.contains(RATE_LIMIT_WORDS).mean() >= MOST
+    return bool(len(texts)) and texts.str.contains(RATE_LIMITED).mean() >= MOST
 
 
 def _stale(row: dict, hit: pd.DataFrame) -> bool:

@@ -18,14 +18,15 @@ departs more than its group did over as many hours in each week of the season's 
 group made (`triggered`); a workflow's spike short of two of the window's busiest hours, only a
 spike of repeats (a loop). A row of its group's usual traffic an hour off (summer time's end)
 is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
-sending through its provider is the spike's (`slowed_by_spikes`: its load slowed the sends). A
-row's expected jobs are at its day's level (`_level`) and, for a channel or provider whose
-workflows keep triggering, weighed with what their other channels sent at the time
-(`expected_jobs`); a row that then no longer misses (has extra) the fewest jobs a row needs is
-none (`departs`). A season of two weeks read alone keeps only the rows of the week that departs,
-and a spike must depart from the same hours of the window's other days too (`confirmed`: a
-promotion sent on days that change from week to week, a busy day, departs from its hour of the
-week alone). A drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
+sending through its provider, at most a few times slower, is the spike's (`slowed_by_spikes`:
+its load slowed the sends). A row's expected jobs are at its day's level (`_level`) and, for
+a channel or provider whose workflows keep triggering, weighed with what their other channels
+sent at the time (`expected_jobs`); a row that then no longer misses (has extra) the fewest
+jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
+the week that departs, and a spike must depart from the same hours of the window's other days
+too (`confirmed`: a promotion sent on days that change from week to week, a busy day, departs
+from its hour of the week alone). A drop is ongoing while the hours after it cannot show that
+it stopped (`still_going`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ MIN_DAYS = 5
 DAY = 24
 #: Share of a latency degradation's period within a spike's that makes it the spike's load.
 LOADED = 0.5
+#: The most times slower (p95) a spike's load makes its providers' sends: a queue's wait; a
+#: provider slower still has a cause of its own (`slowed_by_spikes`).
+LOAD_SLOWS = 3.0
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -554,13 +558,15 @@ def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     at least `LOADED` of its period) of a group that sends through its provider: the spike's
     load slowed the provider's sends (a runaway loop, a busy evening queues them all), one
     cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own.
-    A slowdown that began well before the spike is not its load."""
+    A slowdown that began well before the spike, or more than `LOAD_SLOWS` times the usual p95,
+    is not its load."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
         spike = next((spike for spike in spikes if row["kind"] == "latency_degradation"
                       and _within(row, spike) >= LOADED
+                      and row["p95"] <= LOAD_SLOWS * row["usual_p95"]
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from toolkit.error_codes import RATE_LIMITED
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -144,10 +146,12 @@ OUTAGES = {"twilio": TWILIO_OUTAGE}
 
 
 def outage_failure(provider: str, code: str | None = None) -> Failure:
-    """The failure of ``provider``'s sends during an outage (retried, and failing again)."""
+    """The failure of ``provider``'s sends during an outage (retried, and failing again): its
+    first transient failure that is not a rate limit (a provider throttling is up)."""
     if code is not None:
         return coded_failure(provider, code, transient=True)
-    own = [f for f in FAILURES.get(provider, []) if f.transient]
+    own = [f for f in FAILURES.get(provider, [])
+           if f.transient and not RATE_LIMITED.search(f"{f.code} {f.raw}")]  # fmt: skip
     return OUTAGES.get(provider) or (own[0] if own else GENERIC_OUTAGE)
 
 
