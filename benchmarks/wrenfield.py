@@ -75,8 +75,9 @@ and times drawn per seed (the busiest stretch of their day):
 The four provider incidents (outage, error spike, latency, degradation) fall on four different
 providers among twilio, sendgrid, ses and the push platform not made stale. An incident's
 ``hits`` are the notifications it removed (the stop), added (the loop), sent through it in its
-time (outage, latency, domain) or made fail (stale credentials, error spike, degradation: those
-whose send finally failed from it; a rate-limited send that succeeded on a retry is not a hit).
+time (outage, latency, domain), that met its rate limit (error spike: retried or not, as
+`find_incidents` counts a failure pattern's impact) or made fail (stale credentials,
+degradation: those whose send finally failed from it).
 
 The quiet draw has all the rhythm, campaigns, digests and rain days and no incident; the planted
 draw is the same traffic plus the incidents (incidents draw from their own generator, and each
@@ -672,8 +673,8 @@ def _deliver(seed, irng, people, times, who, flows, alive, now, load_latency, ro
         fails[spiked] = first_ok[spiked]
         fail_at[spiked] = EI[f"{p}/ratelimit"]
         hook[spiked & (fails >= 4)] = -1
-        plant("error_spike", CHANNEL_OF[P[p]], p, start, end, f"{p} rate limiting",
-              spiked & (fails >= 4))  # fmt: skip
+        # its impact: every send that met a rate limit, retried or not (find_incidents' own)
+        plant("error_spike", CHANNEL_OF[P[p]], p, start, end, f"{p} rate limiting", spiked)
         # latency degradation
         p = roles["latency_degradation"]
         start = _busiest(sorted_times(p), t_now - int(1.4 * day_ns), t_now - int(0.6 * day_ns),
