@@ -64,9 +64,10 @@ min_ratio`` of its expected jobs is a ``volume_drop``; with ``min_ratio`` times 
 than its bursts and two of its busiest expected hours (a workflow's: of the period itself, so
 that a loop on a quiet Saturday counts against Saturday's traffic; a channel's or provider's: of
 the window), and a larger departure than any of the group's as long in each week of the
-history against the others, and from the same hours of the window's other days (each scaled
-by the hours beside it, `volume.confirmed`: a promotion sent on days that change from week to
-week, or a whole day busier than usual, departs from its hour of the week alone), a
+history against the others, and, when its hours of the week expect next to nothing (under a
+job an hour), from the same hours of the window's other days (each scaled by the hours beside
+it, `volume.confirmed`: a promotion sent on days that change from week to week is expected none
+on a day no other week sent it), a
 ``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only
 what departs from it is) when its send occasions (below)
 or its repeats (notifications beyond one per subscriber: a loop for a few people, where the

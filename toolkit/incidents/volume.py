@@ -23,9 +23,9 @@ its load slowed the sends). A row's expected jobs are at its day's level (`_leve
 a channel or provider whose workflows keep triggering, weighed with what their other channels
 sent at the time (`expected_jobs`); a row that then no longer misses (has extra) the fewest
 jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
-the week that departs, and a spike must depart from the same hours of the window's other days
-too (`confirmed`: a promotion sent on days that change from week to week, a busy day, departs
-from its hour of the week alone). A drop is ongoing while the hours after it cannot show that
+the week that departs, and a spike its hours of the week expect next to nothing of must depart
+from the same hours of the window's other days too (`confirmed`: a promotion sent on days that
+change from week to week is expected none on a day no other week sent it). A drop is ongoing while the hours after it cannot show that
 it stopped (`still_going`).
 """
 
@@ -366,12 +366,13 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
     departure of the other): its first `DAY` hours depart from the same hours of the window's
     other days (`_against_days`; negative binomial, at ``alpha``), and more than the other
     week's same hours depart the other way (the two weeks share the hour of the week: what the
-    other days cannot know of it, a Sunday night's, is in both). Any other season's spike, too,
-    must depart from the window's other days when there are enough of them: a group sending
-    bursts at those hours on days that change from week to week (a promotion), or all day more
-    than usual (a sale, a rainy evening's orders), departs from its hour of the week alone."""
+    other days cannot know of it, a Sunday night's, is in both). Any other season's spike whose
+    hours of the week expect next to nothing (under a job an hour), too, when the window has
+    enough other days: a group sending bursts at those hours on days that change from week to
+    week (a promotion) is expected none on a day no other week sent them."""
     spike = row["kind"] == "volume_spike"
-    if not season.confirm and not spike:
+    unexpected = spike and row["expected"] < row["stop"] - row["first"]
+    if not season.confirm and not unexpected:
         return True
     counts = season.observed[row["cells"]].sum(0)
     first, stop = row["first"], min(row["stop"], row["first"] + DAY)
