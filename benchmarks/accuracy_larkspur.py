@@ -218,10 +218,12 @@ def _totals(errors: list) -> str:
     return f"{len(hit):5}  {len(errors) - len(hit):6}  {within:5}/{len(hit):<11}  {median:>20}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4])
-    parser.add_argument("--clocks", nargs="+", choices=list(CLOCKS), default=list(CLOCKS))
+def cli(make, clocks: dict, seeds: list[int], description: str) -> None:
+    """The sweep's command line (see the module docstring) over ``make``'s traffic at
+    ``clocks`` (name: Timestamp), ``seeds`` by default."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, nargs="+", default=seeds)
+    parser.add_argument("--clocks", nargs="+", choices=list(clocks), default=list(clocks))
     parser.add_argument("--windows", nargs="+", choices=list(WINDOWS), default=list(WINDOWS))
     parser.add_argument(
         "--load-latency",
@@ -236,8 +238,12 @@ def main() -> None:
         help="the planted loop's volume, in times the workflow's usual volume in that hour",
     )
     args = parser.parse_args()
-    clocks = {name: CLOCKS[name] for name in args.clocks}
-    sweep(make, clocks, args.seeds, args.windows, args.load_latency, args.loop_mult)
+    chosen = {name: clocks[name] for name in args.clocks}
+    sweep(make, chosen, args.seeds, args.windows, args.load_latency, args.loop_mult)
+
+
+def main() -> None:
+    cli(make, CLOCKS, [1, 2, 3, 4], __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

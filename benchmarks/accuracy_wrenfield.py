@@ -18,10 +18,8 @@ Seeds 1 and 2 send about 1,500 and 6,000 notifications a day; others 1,000 to 20
 
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
-from accuracy_larkspur import WINDOWS, sweep
+from accuracy_larkspur import cli
 from wrenfield import make
 
 #: Clocks the sweep runs at (the end of every window).
@@ -37,25 +35,7 @@ CLOCKS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--clocks", nargs="+", choices=list(CLOCKS), default=list(CLOCKS))
-    parser.add_argument("--windows", nargs="+", choices=list(WINDOWS), default=list(WINDOWS))
-    parser.add_argument(
-        "--load-latency",
-        type=float,
-        default=0.4,
-        help="how much slower sends are in the busiest hours (0: latency independent of load)",
-    )
-    parser.add_argument(
-        "--loop-mult",
-        type=float,
-        default=5.0,
-        help="the planted loop's volume, in times the workflow's usual volume in that hour",
-    )
-    args = parser.parse_args()
-    clocks = {name: CLOCKS[name] for name in args.clocks}
-    sweep(make, clocks, args.seeds, args.windows, args.load_latency, args.loop_mult)
+    cli(make, CLOCKS, [1, 2], __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
