@@ -25,8 +25,8 @@ sent at the time (`expected_jobs`); a row that then no longer misses (has extra)
 jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
 the week that departs, and a spike its hours of the week expect next to nothing of must depart
 from the same hours of the window's other days too (`confirmed`: a promotion sent on days that
-change from week to week is expected none on a day no other week sent it). A drop is ongoing while the hours after it cannot show that
-it stopped (`still_going`).
+change from week to week is expected none on a day no other week sent it). A drop is ongoing
+while the hours after it cannot show that it stopped (`still_going`).
 """
 
 from __future__ import annotations
