@@ -371,9 +371,8 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
     enough other days: a group sending bursts at those hours on days that change from week to
     week (a promotion) is expected none on a day no other week sent them."""
     spike = row["kind"] == "volume_spike"
-    unexpected = spike and row["expected"] < row["stop"] - row["first"]
-    if not season.confirm and not unexpected:
-        return True
+    if not season.confirm and not (spike and row["expected"] < row["stop"] - row["first"]):
+        return True  # a spike expected at least a job an hour: its hours of the week say
     counts = season.observed[row["cells"]].sum(0)
     first, stop = row["first"], min(row["stop"], row["first"] + DAY)
     own = _against_days(season, counts, first, stop, not spike)  # a shift: its provider's drop
