@@ -18,11 +18,14 @@ NIGHT = range(0, 8)  # UTC hours where the planted provider fails more (the test
 
 def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None, domain=None,
               weekday=None):  # fmt: skip
-    """``activity`` where a ``share`` of ``provider``'s sends at ``hours`` (and ``during``, on
-    ``weekday``, to recipients of ``domain``) that did not fail now fail with ``code``: their
-    last execution detail a Failed one."""
+    """``activity`` where a ``share`` (or a share on each day: a Series by UTC day) of
+    ``provider``'s sends at ``hours`` (and ``during``, on ``weekday``, to recipients of
+    ``domain``) that did not fail now fail with ``code``: their last execution detail a Failed
+    one."""
     notes, jobs, details = activity
     began = jobs["first_execution_at"]
+    if isinstance(share, pd.Series):
+        share = began.dt.floor("D").map(share).fillna(0.0).to_numpy()
     chosen = jobs["provider_id"].eq(provider).fillna(False) & jobs["final_status"].ne("failed")
     chosen &= began.dt.hour.isin(list(hours))
     if weekday is not None:
@@ -80,6 +83,48 @@ def test_a_rise_at_those_hours_is_still_found_against_their_own_rate(nights):
     usual = week.jobs[week.jobs["provider_id"].eq(provider).fillna(False)]["final_status"]
     assert row["baseline_rate"] > 2 * usual.eq("failed").mean()  # the rate of those hours
     assert "at these hours" in row["summary"]
+
+
+def test_a_bad_day_of_a_rate_that_wanders_from_day_to_day_is_no_incident():
+    # a provider whose failure rate is its own each day (a carrier's bad day): 3% times a
+    # lognormal draw per day, in the four weeks before as in the window; the window's worst
+    # day at 2.5 times the usual rate is how its days vary, no incident; four hours at 40%
+    # still are
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    provider = week.jobs["provider_id"].value_counts().index[0]
+    rng = np.random.default_rng(3)
+    days = pd.date_range((after - HISTORY).floor("D"), NOW, freq="D")
+    share = pd.Series(0.03 * rng.lognormal(0, 0.5, len(days)), index=days)
+    bad = NOW.floor("D") - pd.Timedelta(days=2)
+    share[bad] = 0.075
+    week = fail_more(week, provider, "30003", share, rng, hours=range(24))
+    history = fail_more(history, provider, "30003", share, rng, hours=range(24))
+    found = find_incidents(week, baseline=history)
+    assert found.empty, list(found["summary"])
+    hours = (bad + pd.Timedelta(hours=12), bad + pd.Timedelta(hours=16))
+    risen = fail_more(week, provider, "30003", 0.4, rng, hours=range(24), during=hours)
+    found = find_incidents(risen, baseline=history)
+    assert len(found) == 1 and found["provider_id"].iloc[0] == provider, list(found["summary"])
+    assert found["started_at"].iloc[0] < hours[1] and found["ended_at"].iloc[0] > hours[0]
+
+
+def test_how_much_whole_days_vary_is_measured():
+    rng = np.random.default_rng(0)
+    start, step = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta("1h")
+    window = (pd.Timestamp("2026-10-29", tz="UTC"), step, 24)
+    trials = rng.poisson(np.tile(np.r_[np.full(8, 5.0), np.full(16, 40.0)], 28))[None]
+    steady = rng.binomial(trials, 0.03)
+    assert rates.learn(steady, trials, start, step, window, "the baseline").spread[0] < 0.03
+    day = np.repeat(rng.lognormal(0, 0.4, 28), 24)  # each day's rate: 0.03 times a draw
+    wandering = rng.binomial(trials, 0.03 * day)
+    spread = rates.learn(wandering, trials, start, step, window, "the baseline").spread[0]
+    assert 0.08 < spread < 0.3  # exp(0.4**2) - 1 = 0.17
+    climbing = steady.copy()  # the first three days of a rate climbing for days, at its end
+    climbing[0, -72:] = rng.binomial(trials[0, -72:], np.linspace(0.05, 0.3, 72))
+    assert rates.learn(climbing, trials, start, step, window, "the baseline").spread[0] < 0.03
+    short = rates.learn(wandering[:, :240], trials[:, :240], start, step, window, "the window")
+    assert short.spread[0] == 0  # ten days: too few to tell an incident from a bad day
 
 
 def test_a_rate_normally_higher_on_monday_mornings_is_no_incident():
@@ -170,7 +215,7 @@ def test_an_incident_holding_much_of_a_short_window_is_tested_with_the_rest_s_di
     blurred = Scan(events, trials, np.zeros(1, int), rule, dispersion=phi)
     (best,), (wide,) = pick.first_round(), blurred.first_round()
     assert (best.first, best.stop) == (40, 42) and best.p_value < 1e-9
-    assert pick.period_dispersion(0, 40, 42) == 1.0
+    assert pick.period_dispersion(0, 40, 42, expected=0.1) == 1.0
     assert wide.p_value > 1e-4  # the old test: not significant over a few thousand periods
 
 

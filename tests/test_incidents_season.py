@@ -14,7 +14,7 @@ from toolkit import delivery_counts, metrics, open_store
 from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity
-from toolkit.incidents import find_incidents, scan, season
+from toolkit.incidents import find_incidents, scan, season, volume
 from toolkit.sandbox.seed.shaped import Traffic, shaped_traffic
 from toolkit.words import provider_name
 
@@ -387,6 +387,25 @@ def test_sends_a_loops_load_slowed_are_the_loops_row():
     assert f"its load slowed {provider_name(provider)}" in found.iloc[0]["summary"]
 
 
+def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
+    # an evening's load queues a provider's sends: four hours of them 1.6 times as slow, more
+    # of them above its usual 90th percentile, the p95 under twice it (Wrenfield's rain days,
+    # Saturday peaks); three times as slow is a slowdown
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    jobs = week.jobs[week.jobs["type"].ne("in_app")]
+    provider = jobs["provider_id"].value_counts().index[0]
+    evening = [pd.Timestamp("2026-10-28T17:00:00Z") + n * HOUR for n in range(4)]
+    busy, slow = week, week
+    for hour in evening:
+        busy, slow = slowed(busy, provider, hour, 1.6), slowed(slow, provider, hour, 3.0)
+    found = find_incidents(busy, baseline=history)
+    assert found.empty, list(found["summary"])
+    found = find_incidents(slow, baseline=history)
+    assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
+    assert found["provider_id"].iloc[0] == provider
+
+
 def test_a_slowdown_that_began_hours_before_a_campaign_is_its_own_row():
     # the planted slowdown of an email provider runs from three hours before the campaign to an
     # hour into it, twenty times as slow: not the campaign's load, so it stays a row of its own
@@ -420,6 +439,42 @@ def test_a_promotion_sent_on_days_that_change_every_week_is_no_spike():
     assert not found["workflows"].map(lambda flows: "flash-sale" in flows).any(), list(
         found["summary"]
     )
+
+
+#: The hour of the day (from a window's first) each market's promotion goes out at.
+MARKETS = (0, 5, 10, 16)
+
+
+def _promotions(on: np.ndarray, start: pd.Timestamp) -> pd.DataFrame:
+    """Hourly counts of a push promotion: each market's (``on``: markets x days) 50 jobs at its
+    hour, nothing else."""
+    jobs = np.zeros(on.shape[1] * 24)
+    for market, hour in enumerate(MARKETS):
+        jobs[np.flatnonzero(on[market]) * 24 + hour] = 50.0
+    hours = pd.date_range(start, periods=len(jobs), freq="h")
+    return pd.DataFrame({"bucket": hours, "channel": "push", "provider_id": "fcm",
+                         "workflow": "promo-push", "jobs": jobs})  # fmt: skip
+
+
+def test_a_promotion_on_a_windows_first_day_is_weighed_against_the_baselines_days_too():
+    # each of four markets sends a promotion on about half the days, which ones changing every
+    # week; a week's window begins with all four on a weekday none had it in the four weeks
+    # before: "about 0 expected". Too few of the window's own days lie clear of its 17 hours;
+    # the baseline's days have it most days
+    start, day = pd.Timestamp("2026-10-01T08:00Z"), pd.Timedelta(days=1)
+    on = np.random.default_rng(4).random((4, 35)) < 0.5
+    on[:, :28][:, np.arange(28) % 7 == 0] = False  # the window's first weekday
+    on[:, 28] = True
+    after = start + 28 * day
+    history, window = _promotions(on[:, :28], start), _promotions(on[:, 28:], after)
+    built = season.build(lambda: window, after, after + 7 * day, history, (start, after))
+    row = {"kind": "volume_spike", "cells": np.array([0]), "first": 0, "stop": 17}
+    row["expected"] = float(built.expected[0, :17].sum())
+    assert row["expected"] < 17  # under a job an hour: the days must say so too
+    assert not volume.confirmed(built, row, 0.01)
+    # a burst at hours no day sends at is confirmed by them
+    built.observed[0, 20:22] = 60
+    assert volume.confirmed(built, {**row, "first": 20, "stop": 22, "expected": 0.0}, 0.01)
 
 
 def test_a_small_workflows_fan_out_on_a_quiet_evening_is_no_spike():

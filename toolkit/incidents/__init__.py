@@ -65,8 +65,8 @@ than its bursts and two of its busiest expected hours (a workflow's: of the peri
 that a loop on a quiet Saturday counts against Saturday's traffic; a channel's or provider's: of
 the window), and a larger departure than any of the group's as long in each week of the
 history against the others, and, when its hours of the week expect next to nothing (under a
-job an hour), from the same hours of the window's other days (each scaled by the hours beside
-it, `volume.confirmed`: a promotion sent on days that change from week to week is expected none
+job an hour), from the same hours of the other days, the window's and the baseline's (each
+scaled by the hours beside it, `volume.confirmed`: a promotion sent on days that change from week to week is expected none
 on a day no other week sent it), a
 ``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only
 what departs from it is) when its send occasions (below)
@@ -151,7 +151,11 @@ failing more than its usual is ("usually X at these hours"); otherwise the rate 
 days in every week, its highest aside, keeps its own rate (a weekly batch's load:
 `rates._by_week`); a period's jobs are weighed by the rate of their own hour (`rates.Rates.weigh`),
 and a period at the rate its hours have an hour earlier or later is no incident (the clocks
-changed). Read alone, a window's period holding most of its jobs, the rest mostly after it, that
+changed). Whole days of a group's failures vary together too (a carrier's bad day): their
+relative variance beyond their buckets', measured on at least two weeks of days of the
+history, the fifth departing most left out (`rates.day_spread`), adds ``spread * e**2 / d`` to
+the variance of a period of ``d`` days (at least 1) and ``e`` expected failures. Read alone, a
+window's period holding most of its jobs, the rest mostly after it, that
 ended is no incident: the window saw the rate fall, not rise (`detect._never_began`). The
 p-value is multiplied by the number of periods examined in all groups and kinds (Bonferroni)
 and must be at most ``alpha``. Only periods with enough
@@ -189,8 +193,10 @@ most of them; or one error code on that share of the provider's sends, retried: 
 then the provider's rate), error_spike, provider_outage below ``outage_rate`` (many codes at
 once), latency_degradation (dropped when most of its slow jobs are a kept row's failures: a
 retried error slows what it retries; and when at least half of its period lies within a
-volume_spike of a group that sends through its provider, at most three times the usual p95:
-the spike's load queued its sends, and the spike's row names the slowdown). A provider rate limiting the sends (a code or message
+volume_spike of a group that sends through its provider, its p95 at most three times the usual
+90th percentile: the spike's load queued its sends, and the spike's row names the slowdown; a
+slowdown needs its p95 at least `tables.SLOWER` times the usual 90th percentile: more sends
+slower, under that, is a busy evening's queue). A provider rate limiting the sends (a code or message
 saying rate limit, throttled, too many requests, 429) is an error_spike at any rate, never an
 outage: it is up. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that

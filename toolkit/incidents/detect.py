@@ -554,7 +554,7 @@ class _Found:
                 if new.any():
                     mine = rates.learn(events[new], trials[parent[new]], *own[2:],
                                        self._buckets, "the window")  # fmt: skip
-                    learnt.dispersion[new] = mine.dispersion
+                    learnt.dispersion[new], learnt.spread[new] = mine.dispersion, mine.spread
                     learnt.varies[new] = False
                     if learnt.weight is not None:
                         learnt.weight[new] = 1.0
@@ -565,7 +565,8 @@ class _Found:
         if not spec.low:
             here = ~learnt.varies & (True if self.base is None else new)
         self.scans[name] = Scan(events, trials, parent, rule, reference, learnt.weight,
-                                learnt.dispersion, here)  # fmt: skip
+                                learnt.dispersion, here, learnt.spread,
+                                self.grid.step / rates.DAY)  # fmt: skip
         return self.scans[name]
 
     @property
@@ -693,7 +694,7 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
-        phi = scan.period_dispersion(pick.group, pick.first, pick.stop)
+        phi = scan.period_dispersion(pick.group, pick.first, pick.stop, base_rate * trials)
         p = max(p_value(events / phi, weight, out_events / phi, out_trials, low=spec.low)
                 for weight in [weighed, *off])  # fmt: skip
         if not spec.low and spec.unit == "jobs":  # mostly one person's: it holds without them
@@ -1057,8 +1058,8 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["p95"] = float(jobs["time_to_send_s"].iloc[row["affected"]].quantile(0.95))
         usual = found.slow_above
         pair = usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])  # fmt: skip
-        row["usual_p95"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
-        return "latency_degradation"
+        row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
+        return "latency_degradation" if row["p95"] >= tables.SLOWER * row["slow_above"] else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     throttled = _rate_limited(row.get("cause") or row["keys"].get("error_code"), hit)
     if scan == "provider":

@@ -34,6 +34,14 @@ understates a very heavy tail, never below a binomial law; `toolkit.incidents.sc
 A period's count is tested as a quasi-binomial one: the exact conditional test on the counts
 divided by ``phi`` (`toolkit.incidents.scan.p_value`); measured on the window itself, around the
 rest of the window's rate when that is smaller (`toolkit.incidents.scan.Scan.period_dispersion`).
+
+*Days.* A provider's failure rate also wanders from day to day as a whole (a carrier's bad day,
+a day of many new numbers): each group's ``spread`` is the relative variance of its days' counts
+around their expected counts beyond the variance of their hours (`day_spread`, measured as
+`toolkit.incidents.season.day_spread` measures it for volume, the history's incident days left
+out). A period of ``d`` days (at least 1) and ``e`` expected events then has the variance of its
+buckets plus ``spread * e**2 / d``: a day at twice the usual rate of a group whose days vary
+that much is no incident.
 """
 
 from __future__ import annotations
@@ -45,13 +53,20 @@ import pandas as pd
 from scipy.special import betainc, gammainc, gammaincc
 
 from toolkit.incidents.scan import flat_dispersion
-from toolkit.incidents.season import MIN_WEEKS
+from toolkit.incidents.season import MIN_WEEKS, relative_spread
 
 #: Family-wise level at which a rate that varies by hour is believed (over the groups tested).
 PROFILE_ALPHA = 0.01
 #: A bucket's count less likely than this (either tail) under the profile is an incident of the
 #: history, left out of the profile and its test.
 TAIL = 1e-4
+#: The fewest expected events a day of history needs to tell how days vary (`day_spread`), and
+#: the fewest such days: two weeks, so that an incident of a day or two (its days left out as
+#: the largest tenth) does not pass for how days vary, when the history is the window itself.
+DAY_EVENTS, SPREAD_DAYS = 5.0, 14
+#: Share of the days of largest departure left out of `day_spread`: the history's incidents,
+#: among them the first days of a failure rate climbing for days.
+DAY_TRIM = 0.2
 DAY, HOUR = pd.Timedelta(days=1), pd.Timedelta(hours=1)
 
 
@@ -60,9 +75,9 @@ class Rates:
     """Per event group: ``weight`` (groups x the window's buckets: the expected rate there over
     the group's mean; None when every group is flat), ``dispersion`` (groups), ``varies``
     (groups whose rate varies by hour); the whole ``weeks`` of history they were learnt from,
-    ``what`` it was, how many groups have hours of the week of their own (``by_week``), and
-    the ``profiles`` (groups x slots of the week of ``width``: the rate there over the mean;
-    None when every group is flat)."""
+    ``what`` it was, how many groups have hours of the week of their own (``by_week``), the
+    ``profiles`` (groups x slots of the week of ``width``: the rate there over the mean;
+    None when every group is flat), and how much whole days vary (``spread``, groups)."""
 
     weight: np.ndarray | None
     dispersion: np.ndarray
@@ -72,6 +87,11 @@ class Rates:
     by_week: int = 0
     profiles: np.ndarray | None = None
     width: pd.Timedelta = HOUR
+    spread: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.spread is None:
+            self.spread = np.zeros(len(self.dispersion))
 
     def weigh(self, group: int, at: np.ndarray, shift: pd.Timedelta) -> float:
         """Jobs at instants ``at`` (ns) of event ``group``, each weighed by the rate of its own
@@ -131,12 +151,39 @@ def learn(
             weekly = _by_week(k, n, week, profiles[group], dispersion[group], level)
             if weekly is not None:
                 profiles[group], varies[group], by_week = weekly, True, by_week + 1
+    spread = np.zeros(len(events))
+    if slots:
+        day = (start.value + np.arange(events.shape[1], dtype="int64") * step.value) // DAY.value
+        week = _slot_of(start, step, events.shape[1], step, 7 * slots)
+        for group in range(len(events)):
+            usual = profiles[group][week] if varies[group] else 1.0
+            spread[group] = day_spread(events[group], trials[group] * usual, day - day[0],
+                                       dispersion[group])  # fmt: skip
     if not varies.any():
-        return Rates(None, dispersion, varies, weeks, what)
+        return Rates(None, dispersion, varies, weeks, what, spread=spread)
     covered = _slots_covered(*window, step, 7 * slots)
     weight = np.ones((len(events), window[2]))
     weight[varies] = profiles[varies][:, covered].mean(2)
-    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step)
+    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step, spread)
+
+
+def day_spread(events: np.ndarray, weighed: np.ndarray, day: np.ndarray, phi: float) -> float:
+    """How much a group's whole days vary beyond their buckets (``events`` out of ``weighed``
+    trials, each weighed by its slot's rate over the mean, in days ``day``; the buckets'
+    dispersion ``phi``): `toolkit.incidents.season.relative_spread` of its days of at least
+    `DAY_EVENTS` expected events, 0 with fewer than `SPREAD_DAYS` of them. A day's expected
+    count is at the rate of the days but the `DAY_TRIM` of highest rate (an incident of days
+    would raise it, and every other day would look low)."""
+    k, n = np.bincount(day, events), np.bincount(day, weighed)
+    sent = np.flatnonzero(n > 0)
+    usual = sent[np.argsort(k[sent] / n[sent])][: max(1, round(len(sent) * (1 - DAY_TRIM)))]
+    mean = k[usual].sum() / n[usual].sum() if len(sent) else 0.0
+    expected = n * mean
+    enough = expected >= DAY_EVENTS
+    if mean <= 0 or enough.sum() < SPREAD_DAYS:
+        return 0.0
+    square = (k - expected)[enough] ** 2
+    return relative_spread(square, phi * expected[enough], expected[enough] ** 2, DAY_TRIM)
 
 
 def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:

@@ -110,6 +110,8 @@ class Scan:
     these buckets at their mean rate (`flat_dispersion`); an incident holding much of a
     short window raises that rate, and the buckets around it look too low: a period of such
     a group is tested with the dispersion around the rest's rate (`period_dispersion`).
+    ``spread`` (event groups) is how much whole days vary (`toolkit.incidents.rates`), for
+    buckets of ``bucket_days`` days.
     `first_round` gives each group's best period, `next_round` the next best apart from those
     `mark`-ed; `tests` is how many periods the first round examined (those with enough
     evidence), for the multiple-testing correction.
@@ -123,6 +125,8 @@ class Scan:
     weight: np.ndarray | None = None
     dispersion: np.ndarray | None = None
     own: np.ndarray | None = None
+    spread: np.ndarray | None = None
+    bucket_days: float = 0.0
     tests: float = 0.0
     used: np.ndarray = field(init=False)
 
@@ -202,7 +206,7 @@ class Scan:
                 continue
             best = valid[top]
             first, stop = divmod(int(at[best]) % side**2, side)
-            phi = self.period_dispersion(int(groups[one]), first, stop)
+            phi = self.period_dispersion(int(groups[one]), first, stop, base_rate[best] * n[best])
             p = p_value(k[best] / phi, n[best], k_out[best] / phi, n_out[best], low=rule.low)
             picks.append(
                 Pick(
@@ -217,10 +221,18 @@ class Scan:
             )
         return picks, tests
 
-    def period_dispersion(self, group: int, first: int, stop: int) -> float:
-        """The dispersion a period ``[first, stop)`` of ``group`` is tested with: for a group
-        in ``own``, its `dispersion` around the rate of the rest of the window (the baseline
-        the period is tested against) when that is smaller, the periods marked left out."""
+    def period_dispersion(self, group: int, first: int, stop: int, expected: float) -> float:
+        """The dispersion a period ``[first, stop)`` of ``group``, ``expected`` events at the
+        baseline rate, is tested with: its buckets' (for a group in ``own``, their
+        `dispersion` around the rate of the rest of the window, the baseline the period is
+        tested against, when that is smaller, the periods marked left out), and its days'
+        (``spread * expected`` over its days, at least 1)."""
+        days = 0.0
+        if self.spread is not None:
+            days = self.spread[group] * expected / max(1.0, (stop - first) * self.bucket_days)
+        return self._bucket_dispersion(group, first, stop) + days
+
+    def _bucket_dispersion(self, group: int, first: int, stop: int) -> float:
         phi = float(self.dispersion[group])
         if self.own is None or not self.own[group]:
             return phi

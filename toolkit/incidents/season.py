@@ -85,7 +85,22 @@ class Season:
     own: np.ndarray | None = None  # the window's hours where ``reference``'s weeks begin, when
     # they are its own
     confirm: bool = False  # two weeks, each the other's history: rows need the other days too
+    phase: int = 0  # the hour of ``reference``'s weeks the window's first hour is
     _grouped: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def with_history(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """The hourly jobs of ``cells`` (summed) in the history's weeks, then in the window, as
+        one series in step with the hours of the week (the history's weeks in their order, the
+        hours between them and the window's first hour empty), which of its hours are wholly
+        known, and where the window's hours begin in it; the window's alone when the history
+        is its own."""
+        counts = self.observed[cells].sum(0)
+        if self.own is not None or self.confirm:
+            return counts, self.inside, 0
+        weeks = self.reference[cells].sum(0).ravel()
+        at = len(weeks) + self.phase
+        inside = np.r_[np.ones(len(weeks), bool), np.zeros(self.phase, bool), self.inside]
+        return np.r_[weeks, np.zeros(self.phase), counts], inside, at
 
     @property
     def seen(self) -> int:
@@ -222,7 +237,7 @@ def build(
         f"{unheld}"
     )
     return Season(keys, hours, inside, observed * inside, profile[:, slot] * inside, weekly, source,
-                  weekly.shape[1], after, before)  # fmt: skip
+                  weekly.shape[1], after, before, phase=int(slot[0]))  # fmt: skip
 
 
 def _unheld_text(missing, after: pd.Timestamp, before: pd.Timestamp) -> str:
@@ -372,7 +387,7 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
     squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
     law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
-    incident days), less one standard error (`_spread`; 0 when days vary no more than their
+    incident days), less one standard error (`relative_spread`; 0 when days vary no more than their
     hours do). A period of expected count ``e`` then has its hours' variance plus
     ``s * e**2``."""
     days = weekly.shape[2] // 24
@@ -388,19 +403,21 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     for group in range(len(weekly)):
         ok = usual[group] >= 20
         if ok.sum() >= 5:
-            out[group] = _spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
+            out[group] = relative_spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
 
 
-def _spread(square: np.ndarray, hours: np.ndarray, usual: np.ndarray) -> float:
+def relative_spread(
+    square: np.ndarray, hours: np.ndarray, usual: np.ndarray, trim: float = DAY_TRIM
+) -> float:
     """The smallest of `SPREADS` at which the mean of ``square / (hours + s * usual)``, its
-    largest `DAY_TRIM` left out, is at most a chi-square's so trimmed, less one standard error
+    largest ``trim`` left out, is at most a chi-square's so trimmed, less one standard error
     of that mean (it falls as ``s`` grows). A month has about 28 days: their median of
     squares can be half their spread, and even their mean can make days look steadier than
     they are, which makes a quiet day a drop."""
     ratio = np.sort(square[None, :] / (hours[None, :] + SPREADS[:, None] * usual[None, :]), 1)
-    kept = max(1, round(ratio.shape[1] * (1 - DAY_TRIM)))
-    mean, sd = _trimmed_chi2(DAY_TRIM)
+    kept = max(1, round(ratio.shape[1] * (1 - trim)))
+    mean, sd = _trimmed_chi2(trim)
     below = ratio[:, :kept].mean(1) <= mean - sd / np.sqrt(kept)
     return float(SPREADS[int(np.argmax(below))] if below.any() else SPREADS[-1])
 

@@ -245,13 +245,14 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
             text += " (compared with the rest of the window: no seasonal baseline)"
         if row.get("slowed"):  # sends its load slowed (`volume.slowed_by_spikes`)
             text += ", and its load slowed " + _listed([
-                f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95, usually {slow['usual_p95']:,.1f} s)"
+                f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95; 90% usually under "
+                f"{slow['slow_above']:,.1f} s)"
                 for slow in row["slowed"]])  # fmt: skip
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"
         if "likely" in row:
             impact += f" (likely {row['likely'][0]:,} to {row['likely'][1]:,})"
     else:
-        text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}, usually "
-                f"{row['usual_p95']:,.1f} s; {rate} of sends were slower (usually {usual})")  # fmt: skip
+        text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}; {rate} of "
+                f"sends took over {row['slow_above']:,.1f} s (usually {usual})")  # fmt: skip
     return f"{text}: {impact}."

@@ -15,6 +15,11 @@ from toolkit import metrics
 #: Quantile of the baseline's time to send above which a job counts as slow (a tenth of the
 #: jobs are slow normally; a degradation makes most of them slow).
 SLOW_QUANTILE = 0.9
+#: A slowdown's sends take at least this many times the usual slow threshold at their 95th
+#: percentile: more sends above it, at a p95 under that, is a busy evening's load (measured on
+#: Wrenfield's quiet rain days and Saturday peaks: 1.6 to 1.9 times; planted slowdowns: 7.8
+#: times and more).
+SLOWER = 2.0
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,9 @@ MIN_DAYS = 5
 DAY = 24
 #: Share of a latency degradation's period within a spike's that makes it the spike's load.
 LOADED = 0.5
-#: The most times slower (p95) a spike's load makes its providers' sends: a queue's wait; a
-#: provider slower still has a cause of its own (`slowed_by_spikes`).
+#: The most times its providers' usual slow threshold (p95 over the usual p90) a spike's load
+#: makes their sends: a queue's wait; a provider slower still has a cause of its own
+#: (`slowed_by_spikes`).
 LOAD_SLOWS = 3.0
 
 
@@ -367,15 +368,16 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
     other days (`_against_days`; negative binomial, at ``alpha``), and more than the other
     week's same hours depart the other way (the two weeks share the hour of the week: what the
     other days cannot know of it, a Sunday night's, is in both). Any other season's spike whose
-    hours of the week expect next to nothing (under a job an hour), too, when the window has
-    enough other days: a group sending bursts at those hours on days that change from week to
-    week (a promotion) is expected none on a day no other week sent them."""
+    hours of the week expect next to nothing (under a job an hour), too, against the other days
+    of the window and of a baseline's weeks (`Season.with_history`), when there are enough: a
+    group sending bursts at those hours on days that change from week to week (a promotion) is
+    expected none on a day no other week sent them."""
     spike = row["kind"] == "volume_spike"
     if not season.confirm and not (spike and row["expected"] < row["stop"] - row["first"]):
         return True  # a spike expected at least a job an hour: its hours of the week say
-    counts = season.observed[row["cells"]].sum(0)
-    first, stop = row["first"], min(row["stop"], row["first"] + DAY)
-    own = _against_days(season, counts, first, stop, not spike)  # a shift: its provider's drop
+    counts, inside, at = season.with_history(row["cells"])
+    first, stop = at + row["first"], at + min(row["stop"], row["first"] + DAY)
+    own = _against_days(inside, counts, first, stop, not spike)  # a shift: its provider's drop
     if own is None:
         return not season.confirm
     if count_p_value(own[0], own[1], own[2], low=not spike) > alpha:
@@ -384,7 +386,7 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
         return True
     other = first + WEEK if stop + WEEK <= len(counts) else first - WEEK
     mirror = (
-        _against_days(season, counts, other, other + stop - first, not spike)
+        _against_days(inside, counts, other, other + stop - first, not spike)
         if other >= 0
         else None
     )
@@ -394,20 +396,20 @@ def confirmed(season: Season, row: dict, alpha: float) -> bool:
     return bool(ratio >= 1 if spike else ratio <= 1)
 
 
-def _against_days(season: Season, counts: np.ndarray, first: int, stop: int, low: bool):
-    """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the window's other days say
+def _against_days(inside: np.ndarray, counts: np.ndarray, first: int, stop: int, low: bool):
+    """The jobs of ``counts`` in hours ``[first, stop)``, the jobs the other days say
     (`_predict`, of a drop when ``low``: the same hours and their `BESIDE` hours either side on
-    each other day where they lie wholly inside the window and apart from these) and the
-    dispersion those days show, each predicted from the rest (None: fewer than `MIN_DAYS`)."""
+    each other day where they lie wholly ``inside`` and apart from these) and the dispersion
+    those days show, each predicted from the rest (None: fewer than `MIN_DAYS`)."""
     hours = len(counts)
     period = np.arange(first, stop)
     beside = np.r_[first - BESIDE : first, stop : stop + BESIDE]
     beside = beside[(beside >= 0) & (beside < hours)]
-    beside = beside[season.inside[beside]]
+    beside = beside[inside[beside]]
     span, reach = np.r_[period, beside], stop - first + BESIDE
     shifts = [s for s in range(-(hours // DAY) * DAY, hours, DAY) if abs(s) >= reach
               and (span + s).min() >= 0 and (span + s).max() < hours
-              and season.inside[span + s].all()]  # fmt: skip
+              and inside[span + s].all()]  # fmt: skip
     days = np.array([(counts[period + s].sum(), counts[beside + s].sum()) for s in shifts])
     if len(days) < MIN_DAYS:
         return None
@@ -496,7 +498,7 @@ def _with_other_days(season: Season, cells, first: int, stop: int, out: np.ndarr
     with what the window's other days say of them (`_against_days`), by their variances: the
     other week's count is one draw (its period's variance and day spread, as tested), the other
     days' has the dispersion they show."""
-    days = _against_days(season, season.observed[cells].sum(0), first, stop, low=False)
+    days = _against_days(season.inside, season.observed[cells].sum(0), first, stop, low=False)
     week = float(out[first:stop].sum())
     if days is None or week <= 0:
         return out
@@ -558,15 +560,15 @@ def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     at least `LOADED` of its period) of a group that sends through its provider: the spike's
     load slowed the provider's sends (a runaway loop, a busy evening queues them all), one
     cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own.
-    A slowdown that began well before the spike, or more than `LOAD_SLOWS` times the usual p95,
-    is not its load."""
+    A slowdown that began well before the spike, or more than `LOAD_SLOWS` times the usual slow
+    threshold, is not its load."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
         spike = next((spike for spike in spikes if row["kind"] == "latency_degradation"
                       and _within(row, spike) >= LOADED
-                      and row["p95"] <= LOAD_SLOWS * row["usual_p95"]
+                      and row["p95"] <= LOAD_SLOWS * row["slow_above"]
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)
