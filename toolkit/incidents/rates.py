@@ -61,8 +61,9 @@ PROFILE_ALPHA = 0.01
 #: history, left out of the profile and its test.
 TAIL = 1e-4
 #: The fewest expected events a day of history needs to tell how days vary (`day_spread`), and
-#: the fewest such days: two weeks, so that an incident of a day or two (its days left out as
-#: the largest tenth) does not pass for how days vary, when the history is the window itself.
+#: the fewest such days: two weeks, so that an incident of a day or two (its days left out with
+#: the `DAY_TRIM` departing most) does not pass for how days vary when the history is the
+#: window itself.
 DAY_EVENTS, SPREAD_DAYS = 5.0, 14
 #: Share of the days of largest departure left out of `day_spread`: the history's incidents,
 #: among them the first days of a failure rate climbing for days.
