@@ -24,9 +24,10 @@ def error_code(raw: str | None) -> str | None:
     ``raw`` must be a JSON object; the first code-like value found is taken from, in order:
     ``code``, ``errorCode``, ``ErrorCode``, ``error_code``, ``error.code``, ``Error.Code``,
     ``errors[0].code``, ``response.code``, ``bounce.bouncedRecipients[0].status``,
-    ``details.error``, ``error``, ``reason``, ``body``, ``status``, ``statusCode``, ``event``. Free-text fields (from ``details.error`` on) count only when
-    they are one word and not a generic one such as ``"error"``. None when there is no code
-    (including a null or non-JSON ``raw``).
+    ``details.error``, ``error``, ``reason``, ``body``, ``status``, ``statusCode``, ``event``.
+    Free-text fields (from ``details.error`` on) count only when they are one word and not a
+    generic one such as ``"error"``. None when there is no code (including a null or non-JSON
+    ``raw``).
 
     >>> error_code('{"error": {"code": "messaging/internal-error", "message": "..."}}')
     'messaging/internal-error'

@@ -141,9 +141,9 @@ def learn(
     by_week = 0
     for group in range(len(events)):
         dispersion[group] = flat_dispersion(events[group], trials[group])
+    week = _slot_of(start, step, events.shape[1], step, 7 * slots) if slots else None
     if weeks >= MIN_WEEKS:
         day = _slot_of(start, step, events.shape[1], step, slots)
-        week = _slot_of(start, step, events.shape[1], step, 7 * slots)
         for group in range(len(events)):
             k, n, level = events[group], trials[group], PROFILE_ALPHA / len(events)
             profile, p, phi = _profile(k, n, day, slots)
@@ -153,13 +153,12 @@ def learn(
             if weekly is not None:
                 profiles[group], varies[group], by_week = weekly, True, by_week + 1
     spread = np.zeros(len(events))
-    if slots:
-        day = (start.value + np.arange(events.shape[1], dtype="int64") * step.value) // DAY.value
-        week = _slot_of(start, step, events.shape[1], step, 7 * slots)
+    if slots:  # each bucket's day from the first; a flat group's profile is all ones
+        since = np.arange(events.shape[1], dtype="int64") * step.value
+        dates = (start.value + since) // DAY.value
         for group in range(len(events)):
-            usual = profiles[group][week] if varies[group] else 1.0
-            spread[group] = day_spread(events[group], trials[group] * usual, day - day[0],
-                                       dispersion[group])  # fmt: skip
+            spread[group] = day_spread(events[group], trials[group] * profiles[group][week],
+                                       dates - dates[0], dispersion[group])  # fmt: skip
     if not varies.any():
         return Rates(None, dispersion, varies, weeks, what, spread=spread)
     covered = _slots_covered(*window, step, 7 * slots)
