@@ -651,6 +651,11 @@ def test_a_quiet_hour_is_expected_from_its_neighbours_too_a_batch_hour_is_not():
     pooled = season.pooled(batch)[0]
     assert np.allclose(pooled[2::24], season.center(batch)[0, 2::24], rtol=0.05)
     assert pooled[3::24].max() < 1
+    # a small cell (1.5 an hour) whose three weeks happened to send nothing at an hour: its
+    # median is 0, and no more certain than a Poisson count of its neighbours' level
+    sparse = rng.poisson(1.5, (1, 3, season.WEEK)).astype(float)
+    sparse[0, :, 100] = 0
+    assert season.center(sparse)[0, 100] == 0 and season.pooled(sparse)[0, 100] > 0.8
 
 
 def test_a_one_off_week_does_not_move_the_pooled_season_either():

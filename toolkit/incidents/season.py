@@ -313,14 +313,20 @@ def center(weekly: np.ndarray) -> np.ndarray:
 def pooled(weekly: np.ndarray) -> np.ndarray:
     """`center`, each hour drawn toward the `center` of the mean of it and the hours either
     side by as much as its own median is uncertain (empirical Bayes: its own center weighs
-    ``t / (t + v)``, ``v`` the variance of its median, pi/2 that of its weeks' mean, ``t`` how
-    far the cell's hours truly depart from the pooled center: ``r * pool**2``, ``r`` measured
-    on all its hours). A batch hour departs far and stays; a quiet hour's few small counts
-    gain its neighbours'."""
+    ``t / (t + v)``, ``v`` the variance of its median, pi/2 that of its weeks' mean, their
+    variance at least a Poisson count's of their mean, or of one job where the pooled center
+    is that busy: three weeks of nothing at an hour of a small cell are chance, not certainty;
+    ``t`` how far the cell's hours truly depart from
+    the pooled center: ``r * pool**2``, ``r`` measured on all its hours). A batch hour departs
+    far and stays; a quiet hour's few small counts gain its neighbours'."""
     weeks = weekly.shape[1]
     own = center(weekly)
     pool = center((np.roll(weekly, 1, 2) + weekly + np.roll(weekly, -1, 2)) / 3)
-    noise = weekly.var(1, ddof=1) / weeks * (np.pi / 2) if weeks > 1 else np.zeros_like(own)
+    if weeks > 1:  # at least a Poisson count's: of its weeks' mean, or of one job near others
+        least = np.maximum(weekly.mean(1), np.minimum(pool, 1.0))
+        noise = np.maximum(weekly.var(1, ddof=1), least) / weeks * (np.pi / 2)
+    else:
+        noise = np.zeros_like(own)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.maximum(0, ((own - pool) ** 2 - noise).sum(1)) / (pool**2).sum(1)
         true = np.nan_to_num(ratio)[:, None] * pool**2
