@@ -57,6 +57,8 @@ PAIRED_TRIM = 0.04
 DAY_TRIM = 0.1
 #: The relative variances `day_spread` chooses from (0, then 1e-5 to 10, 2% apart).
 SPREADS = np.concatenate([[0.0], np.geomspace(1e-5, 10, 700)])
+#: The rates of empty hours `empty_rate` chooses from (1e-3 to 10 per expected job, 2% apart).
+RATES = np.geomspace(1e-3, 10, 466)
 
 
 @dataclass
@@ -411,6 +413,29 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
         if ok.sum() >= 5:
             out[group] = relative_spread(square[group, ok], hours[group, ok], usual[group, ok] ** 2)
     return out
+
+
+def empty_rate(weekly: np.ndarray) -> float:
+    """How often an hour of a group's weeks (weeks x 168 in) sent nothing, per job (occasion)
+    the other weeks led it to expect (`pooled`): the ``c`` at which an hour of expected count
+    ``e`` is empty with the chance ``exp(-c * e)``, fitted by maximum likelihood (inf when no
+    hour that expected something was empty). Sends that come in chains (an order's four
+    notifications minutes apart) are empty far more often than their hourly variance says: a
+    silence is as likely as the history shows it to be."""
+    if weekly.shape[0] < 2:
+        return float("inf")
+    empty, full = [], []
+    for week in range(weekly.shape[0]):
+        expected = pooled(np.delete(weekly, week, axis=0)[None])[0]
+        seen = weekly[week]
+        empty.append(expected[(seen == 0) & (expected > 0)])
+        full.append(expected[(seen > 0) & (expected > 0)])
+    empty, full = np.concatenate(empty), np.concatenate(full)
+    if not empty.size:
+        return float("inf")
+    with np.errstate(over="ignore"):  # the log-likelihood's derivative in c, falling
+        slope = (full / np.expm1(RATES[:, None] * full)).sum(1) - empty.sum()
+    return float(RATES[np.flatnonzero(slope > 0)[-1]]) if (slope > 0).any() else 0.0
 
 
 def relative_spread(

@@ -46,7 +46,16 @@ from toolkit.incidents.scan import (
     count_p_value,
     count_scans,
 )
-from toolkit.incidents.season import CELL, CHI2_MEDIAN, HOUR, LEVELS, WEEK, Season, center
+from toolkit.incidents.season import (
+    CELL,
+    CHI2_MEDIAN,
+    HOUR,
+    LEVELS,
+    WEEK,
+    Season,
+    center,
+    empty_rate,
+)
 
 #: Standard deviations either side of a drop's estimate in its likely range (95%).
 LIKELY = 1.96
@@ -135,7 +144,7 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
         sent, frame, repeats = seasons[level]
         if not isinstance(sent, Season):
             continue
-        named, observed, expected, variance, _ = sent.groups(level)
+        named, observed, expected, variance, cells = sent.groups(level)
         number = {tuple(key.values()): n for n, key in enumerate(named)}
         for pick, keys in picks:
             group = number.get(tuple(keys.values()))
@@ -150,7 +159,8 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
             first, stop, jobs = (
                 (pick.first, pick.stop, pick.expected) if pick.events == 0 else pick.silent
             )
-            p = _silence(*counts, first, stop, _edges(sent, frame, keys, first, stop))
+            empty = empty_rate(sent.reference[cells[group]].sum(0))
+            p = _silence(*counts, first, stop, _edges(sent, frame, keys, first, stop), empty)
             if pick.events == 0 or p < pick.p_value:
                 pick.first, pick.stop, pick.events, pick.expected, pick.p_value = (
                     first, stop, 0, jobs, p)  # fmt: skip
@@ -198,7 +208,7 @@ def _of(frame: pd.DataFrame, keys: dict) -> np.ndarray:
     return mine
 
 
-def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
+def _silence(observed, expected, hourly, spread, first, stop, edges, empty=np.inf) -> float:
     """The chance that a silence covering hours ``[first, stop)`` is as long (in expected
     occasions) as the one seen: from the last occasion before them to the first after (the
     ``edges``: shares of the hours either side).
@@ -228,6 +238,7 @@ def _silence(observed, expected, hourly, spread, first, stop, edges) -> float:
         phi = np.where(expected[hours] > 0, hourly[hours] / expected[hours], 1.0)
     phi = np.maximum(phi, 1.0)
     c = np.where(phi > 1 + 1e-9, np.log(phi) / np.maximum(phi - 1, 1e-12), 1.0)
+    c = np.minimum(c, empty)  # empty hours as often as the history's (`season.empty_rate`)
     q = float((c * e).sum())
     x = float((c * e)[edge].sum())
     around = np.r_[max(0, first - 1 - AROUND) : max(0, first - 1),
