@@ -38,7 +38,7 @@ at that hour of that day of the week. `toolkit.delivery_counts` counts delivery 
 and (channel, provider, workflow); a cell's expected count at an hour is the median of the same
 hour of the week in other weeks, scaled to the cell's usual weekly total (`season.center`),
 drawn toward the center of that hour and its neighbours by as much as it is uncertain (a quiet
-hour's median of a few weeks is: `season.pooled`). The weeks are the window's own (each week
+hour's median of a few weeks is, at least as a Poisson count: `season.pooled`). The weeks are the window's own (each week
 against the others) when it spans `season.MIN_WEEKS` weeks, else those of ``baseline=``: an
 Activity, a Store (its four weeks before the window, one counts query) or such counts. A window
 of `season.PAIRED_WEEKS` weeks read alone is its own season too where its channels' shares of
