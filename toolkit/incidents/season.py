@@ -318,9 +318,9 @@ def pooled(weekly: np.ndarray) -> np.ndarray:
     ``t / (t + v)``, ``v`` the variance of its median, pi/2 that of its weeks' mean, their
     variance at least a Poisson count's of their mean, or of one job where the pooled center
     is that busy: three weeks of nothing at an hour of a small cell are chance, not certainty;
-    ``t`` how far the cell's hours truly depart from
-    the pooled center: ``r * pool**2``, ``r`` measured on all its hours). A batch hour departs
-    far and stays; a quiet hour's few small counts gain its neighbours'."""
+    ``t`` how far the cell's hours truly depart from the pooled center: ``r * pool**2``, ``r``
+    measured on all its hours). A batch hour departs far and stays; a quiet hour's few small
+    counts gain its neighbours'."""
     weeks = weekly.shape[1]
     own = center(weekly)
     pool = center((np.roll(weekly, 1, 2) + weekly + np.roll(weekly, -1, 2)) / 3)
@@ -395,8 +395,8 @@ def day_spread(weekly: np.ndarray, model: np.ndarray) -> np.ndarray:
     count ``u`` (each week against the others, `pooled`; days of at least 20 expected),
     squared, over its variance (its hours' plus ``s * u**2``), has the mean of a chi-square
     law of one degree of freedom, the largest `DAY_TRIM` of both left out (the history's
-    incident days), less one standard error (`relative_spread`; 0 when days vary no more than their
-    hours do). A period of expected count ``e`` then has its hours' variance plus
+    incident days), less one standard error (`relative_spread`; 0 when days vary no more than
+    their hours do). A period of expected count ``e`` then has its hours' variance plus
     ``s * e**2``."""
     days = weekly.shape[2] // 24
     square, hours, usual = [], [], []
