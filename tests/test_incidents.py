@@ -243,3 +243,12 @@ def test_summaries_write_dates_without_platform_only_directives():
     assert day(pd.Timestamp("2026-11-03T09:00Z")) == "Nov 3"
     sources = Path(toolkit.__file__).parent.rglob("*.py")
     assert not [str(path) for path in sources if "%-" in path.read_text()]
+
+
+def test_summaries_write_a_rare_errors_usual_rate_to_a_tenth_of_a_percent():
+    # "returned error 20500 on 7% of SMS (usually 0%)" hid a usual rate of 0.34%: a number a
+    # person could not check
+    from toolkit.words import percent
+
+    assert [percent(x) for x in (0.0, 0.0002, 0.0034, 0.07, 0.934)] == [
+        "0%", "under 0.1%", "0.3%", "7%", "93%"]  # fmt: skip

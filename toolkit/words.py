@@ -1,6 +1,6 @@
 """How the toolkit writes things for people: provider, channel and incident-kind names, times,
-windows and chances. One definition each, shared by the charts, the report and the incidents'
-sentences.
+windows, percents and chances. One definition each, shared by the charts, the report and the
+incidents' sentences.
 
 >>> provider_name("sendgrid"), channel_name("in_app"), kind_name("provider_outage")
 ('SendGrid', 'in-app', 'provider outage')
@@ -23,6 +23,7 @@ __all__ = [
     "channel_name",
     "kind_name",
     "moment",
+    "percent",
     "provider_name",
     "window",
 ]
@@ -93,6 +94,14 @@ def window(after: datetime | str, before: datetime | str) -> str:
     first = moment(start).removesuffix(" UTC")
     last = f"{end.tz_convert('UTC'):%H:%M} UTC" if start.date() == end.date() else moment(end)
     return f"{first} to {last} ({_length(end - start)})"
+
+
+def percent(share: float) -> str:
+    """A share in whole percents, or to a tenth under 1% (a rare error's usual rate is not
+    0%): ``0.07`` -> ``"7%"``, ``0.0034`` -> ``"0.3%"``, ``0.0002`` -> ``"under 0.1%"``."""
+    if 0 < share < 0.0005:
+        return "under 0.1%"
+    return f"{share:.1%}" if 0 < share < 0.0095 else f"{share:.0%}"
 
 
 def chance(p_value: float) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.redact import scrub
-from toolkit.words import ONGOING, channel_name, day, provider_name
+from toolkit.words import ONGOING, channel_name, day, percent, provider_name
 
 #: The kinds of incident, in the order the docs describe them.
 KINDS = (
@@ -212,7 +212,7 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     kind, provider = record["kind"], _name(record["provider_id"])
     channel = channel_name(record["channel"]) if record["channel"] else ""
     when = _when(record["started_at"], record["ended_at"], record["ongoing"])
-    rate, usual = f"{record['failure_rate']:.0%}", f"{record['baseline_rate']:.0%}"
+    rate, usual = percent(record["failure_rate"]), percent(record["baseline_rate"])
     if row.get("hourly"):  # its group's rate varies by hour of the day: the rate at those hours
         usual += " at these hours"
     code = f", error {record['error_code']}" if record["error_code"] else ""
