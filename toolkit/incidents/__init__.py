@@ -31,100 +31,101 @@ volume_spike,          (workflow)                            seasonal baseline (
 traffic_shift
 =====================  ====================================  ==================================
 
-The seasonal baseline (volume) ------------------------------ Traffic has a daily and weekly rhythm,
-so volume is compared with what each group usually sends at that hour of that day of the week.
-`toolkit.delivery_counts` counts delivery jobs per hour and (channel, provider, workflow); a cell's
-expected count at an hour is the median of the same hour of the week in other weeks, scaled to the
-cell's usual weekly total (`season.center`), drawn toward the center of that hour and its neighbours
-by as much as it is uncertain (a quiet hour's median of a few weeks is, at least as a Poisson count:
-`season.pooled`). The weeks are the window's own (each week against the others) when it spans
-`season.MIN_WEEKS` weeks, else those of ``baseline=``: an Activity, a Store (its four weeks before
-the window, one counts query) or such counts. A window of `season.PAIRED_WEEKS` weeks read alone is
-its own season too where its channels' shares of the notifications follow the hour of the day (flat
-shares keep the rest of the window as their baseline, below), each week the other's history: an
-incident in one week is then an opposite departure of the other, so a row is kept only when its own
-week departs, from the same hours of the window's other days (at the level of the hours beside them)
-and more than the other week does the other way (`volume.confirmed`); its expected jobs weigh both
-(`volume.expected_jobs`). An hour only partly inside the window is left out (its jobs may all fall
-in the part outside: a batch in its first minutes); a drop is ``ongoing`` while what its group sent
-in the hours after it, to the last whole one, had a chance above `scan.STILL_GOING` at the drop's
-own share of the expected jobs (`volume.still_going`: a night or an office closed cannot show it
-stopped), a spike while it runs to the last whole hour. How much counts vary is measured on the same
-weeks, not assumed: each cell's and group's hourly variance ``a * e + b * e**2`` at an expected
-count ``e`` (bursts raise ``a``, busier or quieter hours ``b``: a quiet night varies less than a
-busy afternoon; `season.dispersion`) and how much whole days vary together (``spread``,
-`season.day_spread`: at one standard error above what a month's few days show); a period of expected
-count ``e`` has its hours' variance plus ``spread * e**2`` and its count is tested as negative
-binomial with that mean and variance (`scan.count_p_value`). Its p-value is multiplied by the number
-of volume and failure periods examined, where a volume period of ``l`` hours counts ``1 / l``
-(overlapping periods are nearly the same test; `scan.effective_tests`). A group's period with at
-most ``1 / min_ratio`` of its expected jobs is a ``volume_drop``; with ``min_ratio`` times them and
-more than its bursts and two of its busiest expected hours (a workflow's: of the period itself, so
-that a loop on a quiet Saturday counts against Saturday's traffic; a channel's or provider's: of the
-window), and a larger departure than any of the group's as long in each week of the history against
-the others, and, when its hours of the week expect next to nothing (under a job an hour), from the
-same hours of the other days, the window's and the baseline's (each scaled by the hours beside it,
-`volume.confirmed`: a promotion sent on days that change from week to week is expected none on a day
-no other week sent it), a ``volume_spike`` (recurring batches and the group's usual bursts are in
-the history, so only what departs from it is) when its send occasions (below) or its repeats
-(notifications beyond one per subscriber: a loop for a few people, where the group triggers in most
-minutes already) depart too, or its busiest hour sends more than twice the group's busiest in the
-history (`volume.triggered`: a fan-out sent at once is one occasion, once per subscriber, and makes
-a tail heavier than its variance says); a workflow's spike short of two of the window's busiest
-hours only when its repeats depart (a loop: a small workflow's fan-out on a quiet evening is none).
-A spike takes in the hour either side that sends more than `volume.EDGE` standard deviations beyond
-its expected count (a loop from 18:47 to 19:47). A period not significant by its counts is by its
-occasions, when they are (`volume.on_occasions`: a loop triggering a workflow that fans out). A row
-that is its group's usual traffic an hour off is none (`volume.an_hour_off`: summer time's end moves
-what is sent at a local hour an hour in UTC): half of what it misses (sends too many) is too many
-(missing) in the hours either side, and no more than an hour's shift can move, or against the
-expected counts an hour off no run departs. A run of hours without a job is a *silence*, tested on
-the group's send occasions (`toolkit.counts.occasion_counts`: minutes with at least one send; a
-burst or a batch is one): clumped sends have the measured variance, but none at all means no clump
-at all, so its p-value is the chance of no occasion from the group's last send before it to its
-first after (each hour a negative binomial count of occasions with their own measured variance, at
-the level of the day around it, and empty at least as often as the history's hours were
-(`season.empty_rate`: an order's four notifications minutes apart are four occasions, yet its hours
-are empty as often as its orders say); times ``1 + x`` for the edges' ``x`` expected occasions,
-where the sends around it happen to fall, an edge hour expected at no more than the busier of its
-neighbours: a batch sends in its hour's first minutes; `volume.on_occasions`). A best-scoring run
-without a job takes that p-value; a group whose best run is not significant takes its silence when
-that is less likely; so do its later rounds' runs. Many independent sends stopping for hours are
-found; a batch that skips one run is not. A baseline of counts has no occasions: silences keep the
-counts' law.
-Rows of one direction and time whose missing (extra) jobs are mostly another's are one: the group
-that departs most (a workflow that stopped, not every channel it sends on); but a provider's row is
-its channel's when, over that row's hours, the channel's other providers' jobs are likelier at the
-provider's ratio of jobs to expected jobs than as usual (every provider stopped:
-`volume._whole_of`). Drops (spikes) at overlapping times are one row naming them, workflows first,
-most missing (extra) first (a public holiday, the app that triggers them down, a sale day: one
-cause; spikes after the occasions test, `volume.at_the_same_time`), its impact and likely range
-their sums; a channel or provider sharing their cells that departs no further than they do is part
-of it (`volume.together`). A provider's spike while another provider of its channel sends about as
-much less is one ``traffic_shift`` row naming both (a failover), compared over the hours after the
-one the traffic moved in (that hour holds both providers' jobs): a Monitor sees the failover as one
-shift from its first whole hour on, not as a spike, then a drop. With too little history, volume is
-compared as before, as each (channel, provider)'s and channel's share of the notifications against
-the rest of the window (``volume_drop`` only), and ``attrs["baseline"]`` and the rows' summary say
-so; but only when those shares are seen not to follow the hour of the day (over at least two days of
-the window, the failure rates' F test: `rates.follow_the_day`). Shares that follow it, or a window
-too short to tell, make the rest of the window no baseline (each night would be a drop): volume is
-then not compared, and ``attrs["baseline"]`` says why and asks for ``baseline=``. A store's days
-without files are gaps (the window's own are neither counted nor expected): the history's weeks
-touching them are left out, the window's own too when they are its season (fewer than three whole
-weeks left: the fallback; so is a window under two weeks read alone). Read alone, the start of a
-window before a service's first job is such a gap when it is at least a day, longer than any silence
-of the whole service after it (`season.no_history`: a read reaching back before the service began,
-or before the activity it keeps; with ``baseline=``, the service was sending before: a silence). A
-baseline sharing no (channel, provider, workflow) with the activity, or an Activity of other
-environments, is a `ParameterError`. ``notifications`` of a volume row: the missing (extra, moved)
-jobs over the group's jobs per notification; its expected jobs are at the level of its day (a whole
-day runs busier or quieter than the season's usual one): scaled by the group's jobs over its
-expected jobs in the 24 hours either side, weighed by how much its days vary against how uncertain
-that ratio is (`volume._level`). A channel or provider whose workflows keep triggering (a channel
-failing, not a workflow stopping) is also measured against what those workflows sent at the time on
-their other channels, times their usual jobs here per job there; the two estimates are weighed by
-their variances, how closely the channel follows the others measured on the history
+The seasonal baseline (volume)
+------------------------------
+Traffic has a daily and weekly rhythm, so volume is compared with what each group usually sends at
+that hour of that day of the week. `toolkit.delivery_counts` counts delivery jobs per hour and
+(channel, provider, workflow); a cell's expected count at an hour is the median of the same hour of
+the week in other weeks, scaled to the cell's usual weekly total (`season.center`), drawn toward the
+center of that hour and its neighbours by as much as it is uncertain (a quiet hour's median of a few
+weeks is, at least as a Poisson count: `season.pooled`). The weeks are the window's own (each week
+against the others) when it spans `season.MIN_WEEKS` weeks, else those of ``baseline=``: an
+Activity, a Store (its four weeks before the window, one counts query) or such counts. A window of
+`season.PAIRED_WEEKS` weeks read alone is its own season too where its channels' shares of the
+notifications follow the hour of the day (flat shares keep the rest of the window as their baseline,
+below), each week the other's history: an incident in one week is then an opposite departure of the
+other, so a row is kept only when its own week departs, from the same hours of the window's other
+days (at the level of the hours beside them) and more than the other week does the other way
+(`volume.confirmed`); its expected jobs weigh both (`volume.expected_jobs`). An hour only partly
+inside the window is left out (its jobs may all fall in the part outside: a batch in its first
+minutes); a drop is ``ongoing`` while what its group sent in the hours after it, to the last whole
+one, had a chance above `scan.STILL_GOING` at the drop's own share of the expected jobs
+(`volume.still_going`: a night or an office closed cannot show it stopped), a spike while it runs to
+the last whole hour. How much counts vary is measured on the same weeks, not assumed: each cell's
+and group's hourly variance ``a * e + b * e**2`` at an expected count ``e`` (bursts raise ``a``,
+busier or quieter hours ``b``: a quiet night varies less than a busy afternoon; `season.dispersion`)
+and how much whole days vary together (``spread``, `season.day_spread`: at one standard error above
+what a month's few days show); a period of expected count ``e`` has its hours' variance plus
+``spread * e**2`` and its count is tested as negative binomial with that mean and variance
+(`scan.count_p_value`). Its p-value is multiplied by the number of volume and failure periods
+examined, where a volume period of ``l`` hours counts ``1 / l`` (overlapping periods are nearly the
+same test; `scan.effective_tests`). A group's period with at most ``1 / min_ratio`` of its expected
+jobs is a ``volume_drop``; with ``min_ratio`` times them and more than its bursts and two of its
+busiest expected hours (a workflow's: of the period itself, so that a loop on a quiet Saturday
+counts against Saturday's traffic; a channel's or provider's: of the window), and a larger departure
+than any of the group's as long in each week of the history against the others, and, when its hours
+of the week expect next to nothing (under a job an hour), from the same hours of the other days, the
+window's and the baseline's (each scaled by the hours beside it, `volume.confirmed`: a promotion
+sent on days that change from week to week is expected none on a day no other week sent it), a
+``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only what
+departs from it is) when its send occasions (below) or its repeats (notifications beyond one per
+subscriber: a loop for a few people, where the group triggers in most minutes already) depart too,
+or its busiest hour sends more than twice the group's busiest in the history (`volume.triggered`: a
+fan-out sent at once is one occasion, once per subscriber, and makes a tail heavier than its
+variance says); a workflow's spike short of two of the window's busiest hours only when its repeats
+depart (a loop: a small workflow's fan-out on a quiet evening is none). A spike takes in the hour
+either side that sends more than `volume.EDGE` standard deviations beyond its expected count (a loop
+from 18:47 to 19:47). A period not significant by its counts is by its occasions, when they are
+(`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is its group's usual
+traffic an hour off is none (`volume.an_hour_off`: summer time's end moves what is sent at a local
+hour an hour in UTC): half of what it misses (sends too many) is too many (missing) in the hours
+either side, and no more than an hour's shift can move, or against the expected counts an hour off
+no run departs. A run of hours without a job is a *silence*, tested on the group's send occasions
+(`toolkit.counts.occasion_counts`: minutes with at least one send; a burst or a batch is one):
+clumped sends have the measured variance, but none at all means no clump at all, so its p-value is
+the chance of no occasion from the group's last send before it to its first after (each hour a
+negative binomial count of occasions with their own measured variance, at the level of the day
+around it, and empty at least as often as the history's hours were (`season.empty_rate`: an order's
+four notifications minutes apart are four occasions, yet its hours are empty as often as its orders
+say); times ``1 + x`` for the edges' ``x`` expected occasions, where the sends around it happen to
+fall, an edge hour expected at no more than the busier of its neighbours: a batch sends in its
+hour's first minutes; `volume.on_occasions`). A best-scoring run without a job takes that p-value; a
+group whose best run is not significant takes its silence when that is less likely; so do its later
+rounds' runs. Many independent sends stopping for hours are found; a batch that skips one run is
+not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and
+time whose missing (extra) jobs are mostly another's are one: the group that departs most (a
+workflow that stopped, not every channel it sends on); but a provider's row is its channel's when,
+over that row's hours, the channel's other providers' jobs are likelier at the provider's ratio of
+jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`). Drops (spikes) at
+overlapping times are one row naming them, workflows first, most missing (extra) first (a public
+holiday, the app that triggers them down, a sale day: one cause; spikes after the occasions test,
+`volume.at_the_same_time`), its impact and likely range their sums; a channel or provider sharing
+their cells that departs no further than they do is part of it (`volume.together`). A provider's
+spike while another provider of its channel sends about as much less is one ``traffic_shift`` row
+naming both (a failover), compared over the hours after the one the traffic moved in (that hour
+holds both providers' jobs): a Monitor sees the failover as one shift from its first whole hour on,
+not as a spike, then a drop. With too little history, volume is compared as before, as each
+(channel, provider)'s and channel's share of the notifications against the rest of the window
+(``volume_drop`` only), and ``attrs["baseline"]`` and the rows' summary say so; but only when those
+shares are seen not to follow the hour of the day (over at least two days of the window, the failure
+rates' F test: `rates.follow_the_day`). Shares that follow it, or a window too short to tell, make
+the rest of the window no baseline (each night would be a drop): volume is then not compared, and
+``attrs["baseline"]`` says why and asks for ``baseline=``. A store's days without files are gaps
+(the window's own are neither counted nor expected): the history's weeks touching them are left out,
+the window's own too when they are its season (fewer than three whole weeks left: the fallback; so
+is a window under two weeks read alone). Read alone, the start of a window before a service's first
+job is such a gap when it is at least a day, longer than any silence of the whole service after it
+(`season.no_history`: a read reaching back before the service began, or before the activity it
+keeps; with ``baseline=``, the service was sending before: a silence). A baseline sharing no
+(channel, provider, workflow) with the activity, or an Activity of other environments, is a
+`ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
+group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
+busier or quieter than the season's usual one): scaled by the group's jobs over its expected jobs in
+the 24 hours either side, weighed by how much its days vary against how uncertain that ratio is
+(`volume._level`). A channel or provider whose workflows keep triggering (a channel failing, not a
+workflow stopping) is also measured against what those workflows sent at the time on their other
+channels, times their usual jobs here per job there; the two estimates are weighed by their
+variances, how closely the channel follows the others measured on the history
 (`volume.expected_jobs`): an hour far busier or quieter than usual is then counted as it was.
 
 Failures
