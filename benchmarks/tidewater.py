@@ -39,7 +39,8 @@ provider's background failure rates vary from day to day and hour to hour, and i
 bite in the busiest hours (retried after 30 s and 2 min). Some customers' phones have dead push
 tokens for a few days; some addresses bounce (more at some domains, all at typo domains); some
 numbers are invalid. Email and SMS get delivery receipts, in-app messages are read later, push
-gets none. Sends slow down with load (``load_latency``: how much slower the busiest hours are).
+gets none; customers who do not allow push get its step as an email. Sends slow down with load
+(``load_latency``: how much slower the busiest hours are).
 
 The planted incidents (``incidents=True``: the same quiet traffic, plus one of each)
 -------------------------------------------------------------------------------------
@@ -54,8 +55,9 @@ Drawn from their own random generator, at busy hours of what they hit:
   about 2 h, three to five days before (hits: the notifications whose send failed for good).
 - ``stale_credentials``: ``apns`` (or ``fcm``) credentials are revoked 6-14 h before ``now``;
   every send through it fails with its auth error until ``now`` (hits: sends that failed).
-- ``domain_bounces``: one mailbox domain rejects 85% of mail (5.7.1) through both email
-  providers for 4-8 h, five to six and a half days before (hits: newly bounced mail).
+- ``domain_bounces``: ``gmail.com``, ``outlook.com`` or ``icloud.com`` rejects 85% of mail
+  (5.7.1) through both email providers for 4-8 h, five to six and a half days before (hits:
+  newly bounced mail; ``provider_id``: the email provider that carried most of it).
 - ``error_spike``: a provider rate-limits (429) over half of its sends for 1-1.75 h, 16-30 h
   before ``now``; retried, most get through late (hits: notifications with a 429).
 - ``latency_degradation``: one provider becomes 4-7 times slower for 4 h, four to six days
@@ -224,6 +226,11 @@ for _provider, _kinds in _RAW.items():
 EV_STATUS = np.array([event[0] for event in EVENTS], dtype=object)
 EV_FAILED = EV_STATUS == "Failed"
 EV_SUCCESS = EV_STATUS == "Success"
+EV_SOURCE = np.array([event[1] for event in EVENTS], dtype=object)
+EV_RAW = np.array([event[3] for event in EVENTS], dtype=object)
+#: A detail's text and error code by event (the last, -1: none).
+EV_TEXT = np.array([event[2] for event in EVENTS] + [None], dtype=object)
+EV_CODE = np.array([error_code(e[3]) if e[0] == "Failed" else None for e in EVENTS] + [None])
 
 
 def _ev(provider: np.ndarray, kind: str) -> np.ndarray:
@@ -378,31 +385,35 @@ class _Calendar:
 
     def __init__(self, start: int, hours: int):
         utc = pd.DatetimeIndex(start + np.arange(hours) * HOUR, tz="UTC")
-        self.hour, self.weekend, self.day, self.pay, self.to_pay, self.since_pay = (
-            [] for _ in "123456"
+        names = (
+            "hour",
+            "weekday",
+            "weekend",
+            "dom",
+            "day",
+            "pay",
+            "to_pay",
+            "since_pay",
+            "dates",
+            "zones",
         )
-        self.dom, self.weekday, self.dates, self.zones = [], [], [], []
+        for name in names:
+            setattr(self, name, [])
         for key, (zone, *_) in REGIONS.items():
             local = utc.tz_convert(zone)
-            dates = pd.date_range(
-                local[0].date() - pd.Timedelta(days=40), local[-1].date() + pd.Timedelta(days=40)
-            )
+            margin = pd.Timedelta(days=40)
+            dates = pd.date_range(local[0].date() - margin, local[-1].date() + margin)
             share = _pay_share(key, dates)
             paydays = np.flatnonzero(share >= 0.25)
             position = np.arange(len(dates))
             after = paydays[np.minimum(np.searchsorted(paydays, position), len(paydays) - 1)]
             before = paydays[np.maximum(np.searchsorted(paydays, position, "right") - 1, 0)]
             day = (local.tz_localize(None).normalize() - dates[0]).days.to_numpy()
-            self.hour.append(np.asarray(local.hour))
-            self.weekday.append(np.asarray(local.dayofweek))
-            self.weekend.append(np.asarray(local.dayofweek) >= 5)
-            self.dom.append(np.asarray(local.day))
-            self.day.append(day)
-            self.pay.append(share[day])
-            self.to_pay.append((after - position)[day])
-            self.since_pay.append((position - before)[day])
-            self.dates.append(dates)
-            self.zones.append(zone)
+            weekday = np.asarray(local.dayofweek)
+            values = (np.asarray(local.hour), weekday, weekday >= 5, np.asarray(local.day), day,
+                      share[day], (after - position)[day], (position - before)[day], dates, zone)  # fmt: skip
+            for name, value in zip(names, values, strict=True):
+                getattr(self, name).append(value)
 
 
 def _day_factor(name: str, cal: _Calendar, r: int) -> np.ndarray:
@@ -866,7 +877,7 @@ def _render(notes: dict, jobs: dict, people: _Customers, now: int) -> tuple[pd.D
     final_failed = EV_FAILED[jobs["final"]]
     status = np.where(sends_done == attempts, np.where(final_failed, "failed", "completed"),
                       np.where(sends_done == 0, "queued", "running"))  # fmt: skip
-    source = np.array([e[1] for e in EVENTS], dtype=object)
+    source = EV_SOURCE
     final_status = np.select(
         [~some | np.isin(status, _IN_FLIGHT), EV_FAILED[last_event], status != "completed",
          EV_STATUS[last_event] == "ReadConfirmation", EV_SUCCESS[last_event] & (source[last_event] == "Webhook")],
@@ -878,11 +889,7 @@ def _render(notes: dict, jobs: dict, people: _Customers, now: int) -> tuple[pd.D
     failed_at = np.flatnonzero(failed)
     last_failed = np.full(n_jobs, -1)
     last_failed[job[failed_at]] = event[failed_at]  # the later detail is written last
-    texts = np.array([e[2] for e in EVENTS] + [None], dtype=object)
-    codes = np.array(
-        [error_code(e[3]) if e[0] == "Failed" else None for e in EVENTS] + [None], dtype=object
-    )
-    raws = np.array([e[3] for e in EVENTS], dtype=object)
+    texts, codes, raws = EV_TEXT, EV_CODE, EV_RAW
     # notifications
     n_notes = len(notes["t"])
     job_sub, wf = notes["sub"][jobs["note"]], notes["wf"][jobs["note"]]
