@@ -1110,3 +1110,23 @@ def test_a_silence_is_as_likely_as_empty_hours_were_in_the_history():
     p = _silence(observed, expected, hourly, 0.0, 10, 13, edges)
     measured = _silence(observed, expected, hourly, 0.0, 10, 13, edges, season.empty_rate(chained))
     assert p < 1e-5 < measured  # about exp(-0.25 * 40) * 3, against exp(-10)
+
+
+def test_a_silence_in_a_window_read_alone_is_not_its_own_history():
+    # four weeks of about 8 sends an hour, the window's own season; a workflow silent for four
+    # hours in its last week: that week's empty hours are the silence itself, not its history
+    from toolkit.incidents import volume
+
+    rng = np.random.default_rng(5)
+    hours = pd.date_range("2026-10-01", periods=4 * season.WEEK, freq="h", tz="UTC")
+    jobs = rng.poisson(8.0, len(hours))
+    silent = slice(3 * season.WEEK + 50, 3 * season.WEEK + 54)
+    jobs[silent] = 0
+    counts = pd.DataFrame({"bucket": hours, "channel": "email", "provider_id": "p1",
+                           "workflow": "people", "jobs": jobs})  # fmt: skip
+    built = season.build(lambda: counts, hours[0], hours[-1] + season.HOUR)
+    assert built.own is not None
+    first = int(np.flatnonzero(built.hours == hours[silent.start])[0])
+    cells = np.arange(len(built.keys))
+    assert season.empty_rate(built.reference[cells].sum(0)) < 1  # with its own silence
+    assert volume.history_empty_rate(built, cells, first, first + 4) == np.inf

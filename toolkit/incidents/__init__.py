@@ -87,12 +87,13 @@ the chance of no occasion from the group's last send before it to its first afte
 negative binomial count of occasions with their own measured variance, at the level of the day
 around it, and empty at least as often as the history's hours were (`season.empty_rate`: an order's
 four notifications minutes apart are four occasions, yet its hours are empty as often as its orders
-say); times ``1 + x`` for the edges' ``x`` expected occasions, where the sends around it happen to
-fall, an edge hour expected at no more than the busier of its neighbours: a batch sends in its
-hour's first minutes; `volume.on_occasions`). A best-scoring run without a job takes that p-value; a
-group whose best run is not significant takes its silence when that is less likely; so do its later
-rounds' runs. Many independent sends stopping for hours are found; a batch that skips one run is
-not. A baseline of counts has no occasions: silences keep the counts' law. Rows of one direction and
+say; the weeks a silence lies in are not its history, `volume.history_empty_rate`); times ``1 + x``
+for the edges' ``x`` expected occasions, where the sends around it happen to fall, an edge hour
+expected at no more than the busier of its neighbours: a batch sends in its hour's first minutes;
+`volume.on_occasions`). A best-scoring run without a job takes that p-value; a group whose best run
+is not significant takes its silence when that is less likely; so do its later rounds' runs. Many
+independent sends stopping for hours are found; a batch that skips one run is not. A baseline of
+counts has no occasions: silences keep the counts' law. Rows of one direction and
 time whose missing (extra) jobs are mostly another's are one: the group that departs most (a
 workflow that stopped, not every channel it sends on); but a provider's row is its channel's when,
 over that row's hours, the channel's other providers' jobs are likelier at the provider's ratio of

@@ -159,11 +159,20 @@ def on_occasions(counted: dict, occasions: Callable[[dict], dict], threshold: fl
             first, stop, jobs = (
                 (pick.first, pick.stop, pick.expected) if pick.events == 0 else pick.silent
             )
-            empty = empty_rate(sent.reference[cells[group]].sum(0))
+            empty = history_empty_rate(sent, cells[group], first, stop)
             p = _silence(*counts, first, stop, _edges(sent, frame, keys, first, stop), empty)
             if pick.events == 0 or p < pick.p_value:
                 pick.first, pick.stop, pick.events, pick.expected, pick.p_value = (
                     first, stop, 0, jobs, p)  # fmt: skip
+
+
+def history_empty_rate(season: Season, cells: np.ndarray, first: int, stop: int) -> float:
+    """How often the history's hours of ``cells`` were empty (`empty_rate`), for a silence of
+    the window's hours ``[first, stop)``: the weeks it lies in are not its history when the
+    season is the window's own (its own empty hours would make it look usual)."""
+    history = season.reference[cells].sum(0)
+    own = {_own_week(season, hour) for hour in (first, stop - 1)} - {None}
+    return empty_rate(np.delete(history, sorted(own), axis=0))
 
 
 def period_variance(spread: tuple, first: int, stop: int, expected: float) -> float:
