@@ -924,6 +924,34 @@ def scan_counts(
     return frame, thresholds
 
 
+def slow_counts(
+    source: Any,
+    *,
+    after=None,
+    before=None,
+    grid: tuple[pd.Timestamp, pd.Timedelta, int],
+    slow_above: pd.DataFrame,
+) -> pd.DataFrame:
+    """The jobs sent (``sent``) and of them those sent above their pair's threshold of
+    ``slow_above`` (``slow``: `SCANNED_JOBS`' flag) per bucket of ``grid`` (as `scan_counts`)
+    and ``channel, provider_id, workflow``: what each workflow's sends usually take, for the
+    latency scan's expected slow share of a period's mix of workflows."""
+    with _window_of(source, after, before) as (rel, start, end):
+        table = rel.query(
+            f"{_scanned(source, rel, start, end, slow_above)}"
+            f" SELECT {_bucket(AT, *grid)} AS bucket, channel, provider_id, workflow,"
+            f" CAST({SCAN_COUNTS['sent']} AS BIGINT) AS sent,"
+            " CAST(sum(CASE WHEN slow THEN 1 ELSE 0 END) AS BIGINT) AS slow"
+            " FROM scanned WHERE time_to_send_s IS NOT NULL GROUP BY 1, 2, 3, 4"
+        )
+    frame = table.to_pandas()
+    for name in ("channel", "provider_id", "workflow"):
+        frame[name] = frame[name].astype("string")
+    for name in ("bucket", "sent", "slow"):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
 def sent_counts(
     source: Any, *, after=None, before=None, grid: tuple[pd.Timestamp, pd.Timedelta, int]
 ) -> pd.DataFrame:
