@@ -8,7 +8,8 @@ nothing wrong with the provider. A provider's slowdown slows every workflow's se
 
 So a period's expected share of slow sends is that of its mix of workflows: each sent job is
 weighed by its workflow's usual slow share through the provider over the provider's
-(`Mix.relative`, from the history: the baseline, else the window), shrunk towards the
+(`Mix.relative`, from the history: the baseline, else the window; a workflow the baseline did
+not send through the provider, the window's), shrunk towards the
 provider's with `SHRINK` sends at its share (a workflow seldom sent is the provider's). The
 latency scan weighs a bucket's sends by the larger of this and its hour's usual rate
 (`toolkit.incidents.rates`): a slowdown is slower than both its hours and its workflows
@@ -37,14 +38,11 @@ class Mix:
     relative: dict[tuple, float]
 
     @classmethod
-    def learn(cls, history: pd.DataFrame) -> Mix:
-        """From `toolkit.counts.slow_counts` rows (any buckets)."""
-        sums = _keyed(history).groupby(_WORKFLOW, sort=False)[["sent", "slow"]].sum()
-        pair = sums.groupby(level=[0, 1], sort=False).transform("sum")
-        share = pair["slow"] / pair["sent"].clip(lower=1)
-        own = (sums["slow"] + SHRINK * share) / (sums["sent"] + SHRINK)
-        relative = (own / share).where(share > 0, 1.0)
-        return cls(dict(zip(relative.index, relative.to_numpy("float64"), strict=True)))
+    def learn(cls, window: pd.DataFrame, history: pd.DataFrame | None = None) -> Mix:
+        """From `toolkit.counts.slow_counts` rows (any buckets) of the ``history`` (a
+        baseline), a workflow it did not send through a pair from the ``window``'s."""
+        relative = _relative(window)
+        return cls(relative if history is None else {**relative, **_relative(history)})
 
     def of(self, keys: pd.DataFrame) -> np.ndarray:
         """Each row's relative share (``keys``: channel, provider_id, workflow)."""
@@ -67,6 +65,16 @@ class Mix:
         np.add.at(weighed, (row[known], bucket), sent * self.of(counts[known]))
         np.add.at(total, (row[known], bucket), sent)
         return np.divide(weighed, total, out=np.ones_like(total), where=total > 0)
+
+
+def _relative(counts: pd.DataFrame) -> dict[tuple, float]:
+    """`Mix.relative` from `toolkit.counts.slow_counts` rows."""
+    sums = _keyed(counts).groupby(_WORKFLOW, sort=False)[["sent", "slow"]].sum()
+    pair = sums.groupby(level=[0, 1], sort=False).transform("sum")
+    share = pair["slow"] / pair["sent"].clip(lower=1)
+    own = (sums["slow"] + SHRINK * share) / (sums["sent"] + SHRINK)
+    relative = (own / share).where(share > 0, 1.0)
+    return dict(zip(relative.index, relative.to_numpy("float64"), strict=True))
 
 
 def _keyed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -94,17 +94,13 @@ class Rates:
         if self.spread is None:
             self.spread = np.zeros(len(self.dispersion))
 
-    def weigh(
-        self, group: int, at: np.ndarray, shift: pd.Timedelta, scale: np.ndarray | None = None
-    ) -> float:
+    def weigh(self, group: int, at: np.ndarray, shift: pd.Timedelta) -> float:
         """Jobs at instants ``at`` (ns) of event ``group``, each weighed by the rate of its own
-        slot of the week ``shift`` later (as many as they are where the rate is flat), times
-        its ``scale`` (default 1)."""
-        scale = np.ones(len(at)) if scale is None else scale
+        slot of the week ``shift`` later (as many as they are where the rate is flat)."""
         if self.profiles is None or not self.varies[group]:
-            return float(scale.sum())
+            return float(len(at))
         slot = ((at + shift.value) // self.width.value) % self.profiles.shape[1]
-        return float((self.profiles[group, slot] * scale).sum())
+        return float(self.profiles[group, slot].sum())
 
 
 def describe(learnt: list[Rates]) -> str:
