@@ -517,7 +517,7 @@ class _Found:
             history = None if baseline is None else engine_counts.slow_counts(
                 baseline, grid=(grid.start, grid.step, 1), slow_above=self.slow_above
             )  # fmt: skip
-            self.mix = Mix.learn(self.sent, history)
+            self.mix = Mix.learn(self.sent, (grid.start, grid.step), history)
         self.rates: dict[str, rates.Rates] = {}
         self.scans: dict[str, Scan] = {}
         self.keys: dict[str, tuple[list[tuple], list[tuple]]] = {}

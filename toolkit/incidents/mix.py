@@ -26,29 +26,54 @@ import pandas as pd
 
 #: Sends at the provider's slow share a workflow's own share is shrunk towards it with.
 SHRINK = 50.0
+#: Days a workflow must send on for a share of its own from the window: each day's is that of
+#: its other days (a slowdown's day would raise it); on fewer, the provider's.
+OTHER_DAYS = 3
 
 _WORKFLOW = ["channel", "provider_id", "workflow"]
+_DAY = pd.Timedelta(days=1)
 
 
 @dataclass
 class Mix:
-    """``relative``: (channel, provider_id, workflow) -> the workflow's usual slow share through
-    the pair over the pair's (1 for a workflow the history did not send through it)."""
+    """Each workflow's usual slow share through its (channel, provider_id) over the pair's:
+    ``history``, key -> share (a baseline's), else the ``window``'s, by key and day: each day's
+    from its other days (NaN: fewer than `OTHER_DAYS`); buckets of ``grid`` ``(start, step)``.
+    1 for a workflow with none."""
 
-    relative: dict[tuple, float]
+    history: dict[tuple, float]
+    window: pd.Series
+    grid: tuple[pd.Timestamp, pd.Timedelta]
 
     @classmethod
-    def learn(cls, window: pd.DataFrame, history: pd.DataFrame | None = None) -> Mix:
-        """From `toolkit.counts.slow_counts` rows (any buckets) of the ``history`` (a
-        baseline), a workflow it did not send through a pair from the ``window``'s."""
-        relative = _relative(window)
-        return cls(relative if history is None else {**relative, **_relative(history)})
+    def learn(cls, window: pd.DataFrame, grid: tuple, history: pd.DataFrame | None = None) -> Mix:
+        """From `toolkit.counts.slow_counts` rows of the ``window`` (buckets of ``grid``) and of
+        the ``history`` (a baseline; any buckets)."""
+        known = {}
+        if history is not None:
+            sums = _keyed(history).groupby(_WORKFLOW, sort=False)[["sent", "slow"]].sum()
+            share = _relative(sums, sums.groupby(level=[0, 1], sort=False).transform("sum"))
+            known = dict(zip(share.index, share.to_numpy("float64"), strict=True))
+        mix = cls(known, pd.Series(dtype="float64"), grid)
+        days = _keyed(window).assign(day=mix._day(window["bucket"]))
+        by_day = days.groupby([*_WORKFLOW, "day"], sort=False)[["sent", "slow"]].sum()
+        if len(by_day):
+            sums = by_day.groupby(level=[0, 1, 2], sort=False).transform("sum")
+            days = by_day["sent"].gt(0).groupby(level=[0, 1, 2], sort=False).transform("sum")
+            pair = by_day.groupby(level=[0, 1], sort=False).transform("sum")
+            mix.window = _relative(sums - by_day, pair).where(days >= OTHER_DAYS)
+        return mix
 
-    def of(self, keys: pd.DataFrame) -> np.ndarray:
-        """Each row's relative share (``keys``: channel, provider_id, workflow)."""
-        keyed = _keyed(keys)
-        return np.array([self.relative.get(key, 1.0) for key in
-                         zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
+    def of(self, rows: pd.DataFrame) -> np.ndarray:
+        """Each row's relative share (``rows``: channel, provider_id, workflow, bucket)."""
+        keyed = _keyed(rows).assign(day=self._day(rows["bucket"]))
+        at = pd.MultiIndex.from_frame(keyed[[*_WORKFLOW, "day"]])
+        own = (
+            self.window.reindex(at).to_numpy("float64") if len(self.window) else np.ones(len(rows))
+        )
+        history = np.array([self.history.get(key, np.nan) for key in
+                            zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
+        return np.where(np.isnan(history), np.nan_to_num(own, nan=1.0), history)
 
     def weight(self, pairs: list[tuple], counts: pd.DataFrame, width: int) -> np.ndarray:
         """Each pair of ``pairs`` (channel, provider_id) by bucket (``width`` of them): its sent
@@ -66,15 +91,17 @@ class Mix:
         np.add.at(total, (row[known], bucket), sent)
         return np.divide(weighed, total, out=np.ones_like(total), where=total > 0)
 
+    def _day(self, bucket: pd.Series) -> np.ndarray:
+        start, step = self.grid
+        at = start.value + bucket.to_numpy("int64") * step.value
+        return at // _DAY.value
 
-def _relative(counts: pd.DataFrame) -> dict[tuple, float]:
-    """`Mix.relative` from `toolkit.counts.slow_counts` rows."""
-    sums = _keyed(counts).groupby(_WORKFLOW, sort=False)[["sent", "slow"]].sum()
-    pair = sums.groupby(level=[0, 1], sort=False).transform("sum")
-    share = pair["slow"] / pair["sent"].clip(lower=1)
-    own = (sums["slow"] + SHRINK * share) / (sums["sent"] + SHRINK)
-    relative = (own / share).where(share > 0, 1.0)
-    return dict(zip(relative.index, relative.to_numpy("float64"), strict=True))
+
+def _relative(own: pd.DataFrame, pair: pd.DataFrame) -> pd.Series:
+    """A workflow's slow share (``own``: sent, slow) over its pair's (``pair``), shrunk."""
+    share = pair["slow"].to_numpy("float64") / np.maximum(pair["sent"].to_numpy("float64"), 1)
+    mine = (own["slow"] + SHRINK * share) / (own["sent"] + SHRINK)
+    return (mine / share).where(share > 0, 1.0)
 
 
 def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
