@@ -359,9 +359,26 @@ def slowed(activity, provider, start, times):
     """``activity`` with the sends of ``provider`` whose first attempt was in the hour from
     ``start`` taking ``times`` as long to deliver (their Success execution details later): a
     queue's wait."""
-    notes, jobs, details = activity
+    jobs = activity.jobs
     began = jobs["first_execution_at"]
-    mine = jobs["provider_id"].eq(provider) & began.between(start, start + HOUR)
+    return _later(
+        activity, jobs["provider_id"].eq(provider) & began.between(start, start + HOUR), times
+    )
+
+
+def queued(activity, provider, workflow, times):
+    """``activity`` with every send of ``workflow`` through ``provider`` taking ``times`` as
+    long (`slowed`): a batch workflow whose sends queue by design."""
+    notes, jobs = activity.notifications, activity.jobs
+    ids = notes.loc[notes["workflow_identifier"].eq(workflow), "notification_id"]
+    return _later(
+        activity, jobs["provider_id"].eq(provider) & jobs["notification_id"].isin(ids), times
+    )
+
+
+def _later(activity, mine, times):
+    """``activity`` with the jobs ``mine`` (a mask of its jobs) ``times`` as long to deliver."""
+    notes, jobs, details = activity
     first = details["job_id"].map(jobs.loc[mine].set_index("job_id")["first_execution_at"])
     late = first.notna() & details["status"].eq("Success")
     later = first + (details["created_at"] - first) * times
@@ -405,6 +422,34 @@ def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     found = find_incidents(slow, baseline=history)
     assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
     assert found["provider_id"].iloc[0] == provider
+
+
+def test_a_batch_whose_sends_always_queue_is_no_slowdown_a_provider_slower_for_all_is():
+    # a small workflow whose sends queue by design (thirty times as long as the provider's
+    # others, in the history too) sends a batch on a Wednesday afternoon, three times the provider's
+    # sends there: most of them above the provider's slow threshold, as its sends always are.
+    # The provider three times as slow for every workflow for four hours is a slowdown.
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    jobs = week.jobs[week.jobs["type"].ne("in_app")]
+    provider = jobs["provider_id"].value_counts().index[0]
+    flows = week.notifications.set_index("notification_id")["workflow_identifier"]
+    mine = jobs[jobs["provider_id"].eq(provider)]
+    workflow = flows.reindex(mine["notification_id"]).value_counts().index[-1]  # 4% of its sends
+    start = pd.Timestamp("2026-10-28T14:10:00Z")  # a Wednesday afternoon
+    sent = int(mine["first_execution_at"].between(start, start + HOUR).sum())
+    week, history = (queued(one, provider, workflow, 30) for one in (week, history))
+    people = week.notifications.drop_duplicates("subscriber_id")
+    batch = looped(week, workflow, start, 3 * sent, people)
+    found = find_incidents(batch, baseline=history)
+    assert not found["kind"].eq("latency_degradation").any(), list(found["summary"])
+    slow = batch
+    for hour in [pd.Timestamp("2026-10-29T15:00:00Z") + n * HOUR for n in range(4)]:
+        slow = slowed(slow, provider, hour, 3.0)
+    found = find_incidents(slow, baseline=history)
+    rows = found[found["kind"].eq("latency_degradation")]
+    assert list(rows["provider_id"]) == [provider], list(found["summary"])
+    assert "usually" in rows.iloc[0]["summary"]
 
 
 def test_a_slowdown_that_began_hours_before_a_campaign_is_its_own_row():

@@ -509,15 +509,15 @@ class _Found:
                 "notifications": engine_counts.sent_counts(baseline, grid=(grid.start, grid.step, 1))
                 if note_scans else None,
             }  # fmt: skip
-        self.mix, self.sent = None, None
+        self.mix, self.sent = None, (None, None)
         if "latency" in names:  # what each workflow's sends usually take (`mix`), by bucket
-            self.sent = engine_counts.slow_counts(
-                source, **window, grid=shape, slow_above=self.slow_above
-            )
-            history = None if baseline is None else engine_counts.slow_counts(
-                baseline, grid=(grid.start, grid.step, 1), slow_above=self.slow_above
+            self.sent = tuple(
+                None if among is None else engine_counts.slow_counts(
+                    among, **({} if among is baseline else window), grid=buckets,
+                    slow_above=self.slow_above)
+                for among, buckets in ((source, shape), (baseline, self.hourly))
             )  # fmt: skip
-            self.mix = Mix.learn(self.sent, (grid.start, grid.step), history)
+            self.mix = Mix.learn(self.sent[0], (grid.start, grid.step), self.sent[1])
         self.rates: dict[str, rates.Rates] = {}
         self.scans: dict[str, Scan] = {}
         self.keys: dict[str, tuple[list[tuple], list[tuple]]] = {}
@@ -539,7 +539,9 @@ class _Found:
         number = {key: n for n, key in enumerate(trial_keys)}
         parent = np.array([number[key[: len(spec.keys)]] for key in event_keys], dtype=int)
         self.keys[name] = (event_keys, trial_keys)
-        reference, own = None, (events, trials[parent], self.grid.start, self.grid.step)
+        # latency: sends weighed by their workflows' usual slow share (`mix`), then the hours
+        mixed = self.mix.weight(event_keys, self.sent[0], width) if name == "latency" else 1.0
+        reference, own = None, (events, trials[parent] * mixed, self.grid.start, self.grid.step)
         # failure rates (by hour where they vary) and their dispersion: `rates`
         learnt = None
         if self.base is None and not spec.low:
@@ -555,14 +557,16 @@ class _Found:
             k = np.array([k_of.get(key, none) for key in event_keys], "float64").reshape(-1, count)
             n = np.array([n_of.get(key[: len(spec.keys)], none) for key in event_keys],
                          "float64").reshape(-1, count)  # fmt: skip
+            if name == "latency":
+                n *= self.mix.weight(event_keys, self.sent[1], count, history=True)
             # a group the baseline hardly has (a provider taking over): its own window instead
             new = n.sum(1) < rule.min_trials
             reference = (k.sum(1), n.sum(1))
-            reference[0][new], reference[1][new] = events[new].sum(1), trials[parent[new]].sum(1)
+            reference[0][new], reference[1][new] = events[new].sum(1), own[1][new].sum(1)
             if not spec.low:  # their rates from the baseline, the others' from the window
                 learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline")
                 if new.any():
-                    mine = rates.learn(events[new], trials[parent[new]], *own[2:],
+                    mine = rates.learn(events[new], own[1][new], *own[2:],
                                        self._buckets, "the window")  # fmt: skip
                     learnt.dispersion[new], learnt.spread[new] = mine.dispersion, mine.spread
                     learnt.varies[new] = False
@@ -570,9 +574,8 @@ class _Found:
                         learnt.weight[new] = 1.0
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
-        if name == "latency":  # slower than its hours and its workflows usually are (`mix`)
-            mixed = self.mix.weight(event_keys, self.sent, width)
-            learnt.weight = mixed if learnt.weight is None else np.maximum(learnt.weight, mixed)
+        if name == "latency":  # slower than its workflows and its hours usually are
+            learnt.weight = mixed if learnt.weight is None else learnt.weight * mixed
         self.rates[name] = learnt
         here = None  # the groups whose dispersion the window's own buckets gave, at one rate
         if not spec.low:
@@ -690,11 +693,9 @@ class _Found:
         # the trials weighed by their own hours' expected rate (`rates`): as many when it is
         # flat; and by those an hour off (the clocks changed): a rate usual there is no incident
         at, hour = table["at"].array.asi8[inside], season.HOUR
-        weighed, *off = (self.rates[name].weigh(pick.group, at, shift)
+        mixed = self.mix.of(table.iloc[inside]) if name == "latency" else None  # and `mix`
+        weighed, *off = (self.rates[name].weigh(pick.group, at, shift, mixed)
                          for shift in (pd.Timedelta(0), -hour, hour))  # fmt: skip
-        if name == "latency":  # or by their workflows' usual slow share, the larger (`mix`)
-            mixed = float(self.mix.of(table.iloc[inside]).sum())
-            weighed, *off = (max(weight, mixed) for weight in (weighed, *off))
         if scan.base is None:
             out_events = scan.events[pick.group].sum() - events
             out_trials = scan.weighed(pick.group).sum() - weighed

@@ -64,21 +64,24 @@ class Mix:
             mix.window = _relative(sums - by_day, pair).where(days >= OTHER_DAYS)
         return mix
 
-    def of(self, rows: pd.DataFrame) -> np.ndarray:
-        """Each row's relative share (``rows``: channel, provider_id, workflow, bucket)."""
+    def of(self, rows: pd.DataFrame, *, history: bool = False) -> np.ndarray:
+        """Each row's relative share (``rows``: channel, provider_id, workflow, bucket; rows of
+        the ``history``: its share, else 1)."""
         keyed = _keyed(rows).assign(day=self._day(rows["bucket"]))
         at = pd.MultiIndex.from_frame(keyed[[*_WORKFLOW, "day"]])
-        own = (
-            self.window.reindex(at).to_numpy("float64") if len(self.window) else np.ones(len(rows))
-        )
+        own = np.ones(len(rows))
+        if len(self.window) and not history:
+            own = self.window.reindex(at).to_numpy("float64")
         history = np.array([self.history.get(key, np.nan) for key in
                             zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
         return np.where(np.isnan(history), np.nan_to_num(own, nan=1.0), history)
 
-    def weight(self, pairs: list[tuple], counts: pd.DataFrame, width: int) -> np.ndarray:
+    def weight(
+        self, pairs: list[tuple], counts: pd.DataFrame, width: int, *, history: bool = False
+    ) -> np.ndarray:
         """Each pair of ``pairs`` (channel, provider_id) by bucket (``width`` of them): its sent
         jobs' mean relative share (1 where none was sent); ``counts``: `toolkit.counts.
-        slow_counts` rows of those buckets."""
+        slow_counts` rows of those buckets (of the ``history``: `of`)."""
         counts = _keyed(counts)
         at = {pair: n for n, pair in enumerate(pairs)}
         row = np.array([at.get(pair, -1) for pair in
@@ -87,7 +90,7 @@ class Mix:
         sent = counts["sent"].to_numpy("float64")[known]
         bucket = counts["bucket"].to_numpy("int64")[known]
         weighed, total = np.zeros((len(pairs), width)), np.zeros((len(pairs), width))
-        np.add.at(weighed, (row[known], bucket), sent * self.of(counts[known]))
+        np.add.at(weighed, (row[known], bucket), sent * self.of(counts[known], history=history))
         np.add.at(total, (row[known], bucket), sent)
         return np.divide(weighed, total, out=np.ones_like(total), where=total > 0)
 

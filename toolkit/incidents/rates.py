@@ -94,13 +94,17 @@ class Rates:
         if self.spread is None:
             self.spread = np.zeros(len(self.dispersion))
 
-    def weigh(self, group: int, at: np.ndarray, shift: pd.Timedelta) -> float:
+    def weigh(
+        self, group: int, at: np.ndarray, shift: pd.Timedelta, scale: np.ndarray | None = None
+    ) -> float:
         """Jobs at instants ``at`` (ns) of event ``group``, each weighed by the rate of its own
-        slot of the week ``shift`` later (as many as they are where the rate is flat)."""
+        slot of the week ``shift`` later (as many as they are where the rate is flat), times
+        its ``scale`` (default 1)."""
+        scale = np.ones(len(at)) if scale is None else scale
         if self.profiles is None or not self.varies[group]:
-            return float(len(at))
+            return float(scale.sum())
         slot = ((at + shift.value) // self.width.value) % self.profiles.shape[1]
-        return float(self.profiles[group, slot].sum())
+        return float((self.profiles[group, slot] * scale).sum())
 
 
 def describe(learnt: list[Rates]) -> str:
