@@ -194,9 +194,10 @@ of its slow jobs are a kept row's failures: a retried error slows what it retrie
 half of its period lies within a volume_spike of a group that sends through its provider, its p95 at
 most three times the usual 90th percentile: the spike's load queued its sends, and the spike's row
 names the slowdown; a slowdown needs its p95 at least `tables.SLOWER` times the usual 90th
-percentile: more sends slower, under that, is a busy evening's queue). A provider rate limiting the
-sends (a code or message saying rate limit, throttled, too many requests, 429) is an error_spike at
-any rate, never an outage: it is up. A domain bouncing through several providers is one
+percentile: more sends slower, under that, is a busy evening's queue; and more slow sends than
+its workflows usually have: a batch whose sends always queue is no slowdown, `mix`). A provider
+rate limiting the sends (a code or message saying rate limit, throttled, too many requests, 429)
+is an error_spike at any rate, never an outage: it is up. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
 domain's (at least half of them, while the provider's sends to other domains then failed at most
 half as often as the domain's: a domain with most of the sends, failing like the rest, is the

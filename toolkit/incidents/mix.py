@@ -76,6 +76,14 @@ class Mix:
                             zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
         return np.where(np.isnan(history), np.nan_to_num(own, nan=1.0), history)
 
+    def known(self, rows: pd.DataFrame) -> np.ndarray:
+        """Whether each row's workflow has a share of its own (`of`: not the provider's)."""
+        keyed = _keyed(rows).assign(day=self._day(rows["bucket"]))
+        at = pd.MultiIndex.from_frame(keyed[[*_WORKFLOW, "day"]])
+        own = self.window.reindex(at).notna().to_numpy() if len(self.window) else False
+        return own | np.array([key in self.history for key in
+                               zip(*(keyed[name] for name in _WORKFLOW), strict=True)], bool)  # fmt: skip
+
     def weight(
         self, pairs: list[tuple], counts: pd.DataFrame, width: int, *, history: bool = False
     ) -> np.ndarray:

@@ -213,6 +213,8 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     channel = channel_name(record["channel"]) if record["channel"] else ""
     when = _when(record["started_at"], record["ended_at"], record["ongoing"])
     rate, usual = percent(record["failure_rate"]), percent(record["baseline_rate"])
+    if row.get("mixed"):  # a slowdown: its workflows' usual share (`toolkit.incidents.mix`)
+        usual += " of these workflows' sends"
     if row.get("hourly"):  # its group's rate varies by hour of the day: the rate at those hours
         usual += " at these hours"
     code = f", error {record['error_code']}" if record["error_code"] else ""
