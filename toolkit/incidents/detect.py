@@ -800,7 +800,7 @@ def _most_hit(of: pd.Series, inside: np.ndarray, hits: np.ndarray) -> tuple[np.n
     of the value of ``of`` hit most: a subscriber (one person's dead device token, retried or
     re-triggered, is no incident of a provider; a row mostly theirs holds without them), a
     workflow."""
-    who = of.to_numpy()[inside]
+    who = of.to_numpy(dtype=object, na_value=None)[inside]  # a missing value is no one's
     hit = pd.Series(who[hits]).value_counts()
     if hit.empty:
         return np.zeros(len(who), bool), 0

@@ -7,14 +7,16 @@ card alert takes a second. A period in which a batch sends is then mostly slow s
 nothing wrong with the provider. A provider's slowdown slows every workflow's sends.
 
 So a period's expected share of slow sends is that of its mix of workflows: each sent job is
-weighed by its workflow's usual slow share through the provider over the provider's
-(`Mix.relative`, from the history: the baseline, else the window; a workflow the baseline did
-not send through the provider, the window's), shrunk towards the
-provider's with `SHRINK` sends at its share (a workflow seldom sent is the provider's). The
-latency scan weighs a bucket's sends by the larger of this and its hour's usual rate
-(`toolkit.incidents.rates`): a slowdown is slower than both its hours and its workflows
-usually are. A batch's queue is then no incident, and a provider slower for every workflow
-still is, even where a batch is sending.
+weighed by its workflow's usual slow share through the provider over the provider's (`Mix.of`:
+the baseline's; a workflow the baseline did not send through the provider, and a window read
+alone, the window's other days', when it sends on `OTHER_DAYS`; otherwise the provider's),
+shrunk towards the provider's with `SHRINK` sends at its share. The latency scan's trials, the
+window's and the baseline's, are weighed so before its rates by hour are learnt
+(`toolkit.incidents.rates`): a slowdown is slower than its workflows and its hours usually are.
+A slowdown mostly one workflow's whose share is the provider's (`Mix.known`: a statement the
+window sees once) must also hold without it when the others sent enough to tell
+(`toolkit.incidents.detect`). A batch's queue is then no incident, and a provider slower for
+every workflow still is, even where a batch is sending.
 """
 
 from __future__ import annotations
@@ -67,22 +69,23 @@ class Mix:
     def of(self, rows: pd.DataFrame, *, history: bool = False) -> np.ndarray:
         """Each row's relative share (``rows``: channel, provider_id, workflow, bucket; rows of
         the ``history``: its share, else 1)."""
-        keyed = _keyed(rows).assign(day=self._day(rows["bucket"]))
-        at = pd.MultiIndex.from_frame(keyed[[*_WORKFLOW, "day"]])
-        own = np.ones(len(rows))
-        if len(self.window) and not history:
-            own = self.window.reindex(at).to_numpy("float64")
-        history = np.array([self.history.get(key, np.nan) for key in
-                            zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
-        return np.where(np.isnan(history), np.nan_to_num(own, nan=1.0), history)
+        own, known = self._lookup(rows, history)
+        return np.where(np.isnan(known), np.nan_to_num(own, nan=1.0), known)
 
     def known(self, rows: pd.DataFrame) -> np.ndarray:
         """Whether each row's workflow has a share of its own (`of`: not the provider's)."""
-        keyed = _keyed(rows).assign(day=self._day(rows["bucket"]))
-        at = pd.MultiIndex.from_frame(keyed[[*_WORKFLOW, "day"]])
-        own = self.window.reindex(at).notna().to_numpy() if len(self.window) else False
-        return own | np.array([key in self.history for key in
-                               zip(*(keyed[name] for name in _WORKFLOW), strict=True)], bool)  # fmt: skip
+        own, known = self._lookup(rows)
+        return ~np.isnan(own) | ~np.isnan(known)
+
+    def _lookup(self, rows: pd.DataFrame, history: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's share from the window's other days and from the baseline (NaN: none)."""
+        keyed = _keyed(rows)
+        known = np.array([self.history.get(key, np.nan) for key in
+                          zip(*(keyed[name] for name in _WORKFLOW), strict=True)], "float64")  # fmt: skip
+        if history or not len(self.window):
+            return np.full(len(rows), np.nan), known
+        at = pd.MultiIndex.from_frame(keyed[_WORKFLOW].assign(day=self._day(rows["bucket"])))
+        return self.window.reindex(at).to_numpy("float64"), known
 
     def weight(
         self, pairs: list[tuple], counts: pd.DataFrame, width: int, *, history: bool = False
