@@ -252,12 +252,14 @@ def find_incidents(
         for row in volume.one_per_cause(seasonal, moved, alpha, evidence)
         if row["kind"] in wanted
     ]
-    spikes = [row for row in moved if row["kind"] == "volume_spike"]
-    if spikes:  # a burst sent at once is no spike: spikes of send occasions (a query)
+    spikes, bursts = [row for row in moved if row["kind"] == "volume_spike"], []
+    if spikes:  # a burst sent at once, or like its usual ones, is no spike (a query)
         kept = {id(row) for row in volume.triggered(seasonal, spikes, occasions, alpha / tests)}
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
+        bursts = [row for row in spikes if id(row) not in kept]
     moved = volume.at_the_same_time(seasonal, moved)
-    rows = volume.slowed_by_spikes(seasonal, rows, moved)  # a spike's load: the spike's row
+    # a spike's load: the spike's row; a burst's that is no spike: none
+    rows = volume.slowed_by_spikes(seasonal, rows, moved + bursts)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip

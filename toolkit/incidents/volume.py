@@ -1,32 +1,33 @@
 """Volume rows from a seasonal baseline: drops, spikes and shifts, one row per cause.
 
-Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs
-(``volume_drop``) or too many (``volume_spike``) against the season's expected counts. Rows of
-one direction that overlap in time are one cause when most of one's missing (extra) jobs are in
-the other's cells; the group that departs the most (the largest share of its expected jobs
-missing, of its jobs extra) is kept: a workflow that stopped rather than each channel it sends
-on, a silent channel rather than each of its providers; a channel's or provider's row that is
-part of a workflow row's cause, and not the other way round, is the workflow's (a provider that
-sent less because a workflow it carries stopped). Drops (spikes, once `triggered`) that overlap
-in time are then one row of them all, its impact theirs summed (`at_the_same_time`, `together`:
-a public holiday, the app that triggers the workflows down, a sale day), a channel or provider
-that shares cells with them and departs no further theirs too. A spike of one provider of a channel while another provider of it sends at least half as
-much less than expected (over the hours after the one the traffic moved in) is one
-``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it
-departs more than its group did over as many hours in each week of the season's history
-(`_beyond_history`) and is a spike of send occasions too, or a fan-out larger than any its
-group made (`triggered`); a workflow's spike short of two of the window's busiest hours, only a
-spike of repeats (a loop). A row of its group's usual traffic an hour off (summer time's end)
-is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
-sending through its provider, at most a few times slower, is the spike's (`slowed_by_spikes`:
-its load slowed the sends). A row's expected jobs are at its day's level (`_level`) and, for
-a channel or provider whose workflows keep triggering, weighed with what their other channels
-sent at the time (`expected_jobs`); a row that then no longer misses (has extra) the fewest
-jobs a row needs is none (`departs`). A season of two weeks read alone keeps only the rows of
-the week that departs, and a spike its hours of the week expect next to nothing of must depart
-from the same hours of the window's other days too (`confirmed`: a promotion sent on days that
-change from week to week is expected none on a day no other week sent it). A drop is ongoing
-while the hours after it cannot show that it stopped (`still_going`).
+Each level's groups (`season.LEVELS`) are scanned for periods with too few jobs (``volume_drop``)
+or too many (``volume_spike``) against the season's expected counts. Rows of one direction that
+overlap in time are one cause when most of one's missing (extra) jobs are in the other's cells; the
+group that departs the most (the largest share of its expected jobs missing, of its jobs extra) is
+kept: a workflow that stopped rather than each channel it sends on, a silent channel rather than
+each of its providers; a channel's or provider's row that is part of a workflow row's cause, and
+not the other way round, is the workflow's (a provider that sent less because a workflow it carries
+stopped). Drops (spikes, once `triggered`) that overlap in time are then one row of them all, its
+impact theirs summed (`at_the_same_time`, `together`: a public holiday, the app that triggers the
+workflows down, a sale day), a channel or provider that shares cells with them and departs no
+further theirs too. A spike of one provider of a channel while another provider of it sends at
+least half as much less than expected (over the hours after the one the traffic moved in) is one
+``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
+more than its group did over as many hours in each week of the season's history (`_beyond_history`)
+and is a spike of send occasions too adding more than its group's usual bursts did (a campaign most
+weeks on whichever day), or a fan-out larger than any its group made (`triggered`); a spike of
+repeats (a loop) is kept whatever its size; a workflow's spike short of two of the window's busiest
+hours, only a spike of repeats (a loop). A row of its group's usual traffic an hour off (summer
+time's end) is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
+sending through its provider, at most a few times slower, is the spike's (`slowed_by_spikes`: its
+load slowed the sends), or none when the spike is a burst that is none. A row's expected jobs are
+at its day's level (`_level`) and, for a channel or provider whose workflows keep triggering,
+weighed with what their other channels sent at the time (`expected_jobs`); a row that then no
+longer misses (has extra) the fewest jobs a row needs is none (`departs`). A season of two weeks
+read alone keeps only the rows of the week that departs, and a spike its hours of the week expect
+next to nothing of must depart from the same hours of the window's other days too (`confirmed`: a
+promotion sent on days that change from week to week is expected none on a day no other week sent
+it). A drop is ongoing while the hours after it cannot show that it stopped (`still_going`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ LOADED = 0.5
 #: makes their sends: a queue's wait; a provider slower still has a cause of its own
 #: (`slowed_by_spikes`).
 LOAD_SLOWS = 3.0
+#: How many times the most its group ever sent (at its busiest hour, `_larger_than_any`) or
+#: added (over as many hours, `_beyond_history`) a spike must send or add: a group's bursts
+#: differ in size (a campaign to one region or another, a customer base that grows).
+LARGER = 2.0
 
 
 def scans(season: Season, rule: Evidence) -> dict[tuple[str, bool], tuple]:
@@ -579,7 +584,8 @@ def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     """``rows`` without each latency degradation mostly at the time of a spike (of ``moved``:
     at least `LOADED` of its period) of a group that sends through its provider: the spike's
     load slowed the provider's sends (a runaway loop, a busy evening queues them all), one
-    cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own.
+    cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own;
+    a burst's that is no spike (`triggered`: sent at once, like its group's usual ones), none.
     A slowdown that began well before the spike, or more than `LOAD_SLOWS` times the usual slow
     threshold, is not its load."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
@@ -750,18 +756,34 @@ def _beyond_history(season: Season, row: dict) -> bool:
     left out): bursts (fan-outs) make a quasi-Poisson tail too light, and a group's usual
     bursts are in its history too, a runaway is not. A busy week's days score more than an
     hour's loop can: they are not what an hour's spike is weighed against."""
+    score = float(_score(np.float64(row["events"]), np.float64(row["expected"])))
+    return score > _history_spikes(season, row)[0]
+
+
+def _usual_burst(season: Season, row: dict) -> bool:
+    """Whether a spike ``row`` adds no more than `LARGER` times the most jobs its group added
+    over as many hours in a week of the reference (as `_beyond_history` scores them): a
+    campaign most weeks on whichever day, a payday's deposits, whatever day they fall on."""
+    return row["events"] - row["expected"] <= LARGER * _history_spikes(season, row)[1]
+
+
+def _history_spikes(season: Season, row: dict) -> tuple[float, float]:
+    """The largest score, and the most jobs added, of a spike of ``row``'s group as long as
+    it (or shorter) in each week of the reference against the others (the row's own week
+    left out)."""
     weekly = season.reference[row["cells"]].sum(0)  # weeks x 168
     own = _own_week(season, row["first"])
     hours = row["stop"] - row["first"]
-    largest = 0.0
+    largest, most = 0.0, 0.0
     for week in range(weekly.shape[0]):
         if week == own:
             continue
         expected = _runs(center(np.delete(weekly[None], week, axis=1))[0], hours)[0]
         observed, inside = _runs(weekly[week], hours)
-        score = np.where((observed > expected) & inside, _score(observed, expected), 0.0)
-        largest = max(largest, float(score.max()))
-    return float(_score(np.float64(row["events"]), np.float64(row["expected"]))) > largest
+        more = (observed > expected) & inside
+        largest = max(largest, float(np.where(more, _score(observed, expected), 0.0).max()))
+        most = max(most, float(np.where(more, observed - expected, 0.0).max()))
+    return largest, most
 
 
 def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], dict],
@@ -770,13 +792,15 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     ``occasions`` as `on_occasions` takes them, `_occasion_p` at ``alpha``) or of repeats
     (notifications beyond one per subscriber: a loop re-triggering for a few subscribers, seen
     where the group already triggers in most minutes), or whose busiest hour sent more than
-    twice the group's busiest hour in its history (its own week left out): a loop or a crowd
-    triggering one by one, or a fan-out larger than any the group made. A fan-out or a burst
-    sent at once is one occasion, once per subscriber: its jobs make a tail heavier than their
-    variance says (a small workflow's bursts of ten at an hour that usually sends one). With
-    a history of counts only (no occasions), every spike but a small one stays. A ``small``
-    spike (fewer than two of the window's busiest hours) is kept only as a spike of repeats: a
-    loop; a small workflow's burst at a quiet hour is neither larger than it is nor many more
+    `LARGER` times the group's busiest hour in its history (its own week left out): a loop or
+    a crowd triggering one by one, or a fan-out larger than any the group made. A fan-out or a
+    burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
+    their variance says (a small workflow's bursts of ten at an hour that usually sends one).
+    A spike of occasions that adds no more than its group's usual bursts (`_usual_burst`: a
+    campaign most weeks, on whichever day) is none either. With a history of counts only (no
+    occasions), every spike but a small one or a usual burst stays. A ``small`` spike (fewer
+    than two of the window's busiest hours) is kept only as a spike of repeats: a loop; a
+    small workflow's burst at a quiet hour is neither larger than it is nor many more
     triggers."""
     levels: dict[str, list[dict]] = {}
     for row in spikes:
@@ -786,17 +810,21 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     for row in spikes:
         sent, _, repeats = seasons[row["level"]]
         if not isinstance(sent, Season):
-            if not row["small"]:
+            if not row["small"] and not _usual_burst(season, row):
                 kept.append(row)
             continue
-        if not row["small"] and _larger_than_any(season, row):
-            kept.append(row)
-            continue
-        if any(_occasion_p(*_group_counts(one, row["level"], row["keys"]), row["first"],
-                           row["stop"]) <= alpha
-               for one in ((repeats,) if row["small"] else (sent, repeats))):  # fmt: skip
+        loop = _spike_of(repeats, row, alpha)
+        if loop or not row["small"] and (_larger_than_any(season, row) or (
+                not _usual_burst(season, row) and _spike_of(sent, row, alpha))):  # fmt: skip
             kept.append(row)
     return kept
+
+
+def _spike_of(sent: Season, row: dict, alpha: float) -> bool:
+    """Whether ``row``'s group sent significantly many (``alpha``, `_occasion_p`) of ``sent``'s
+    counts (occasions or repeats) in ``row``'s hours."""
+    return _occasion_p(*_group_counts(sent, row["level"], row["keys"]), row["first"],
+                       row["stop"]) <= alpha  # fmt: skip
 
 
 def _group_counts(sent: Season, level: str, keys: dict) -> tuple:
@@ -808,11 +836,11 @@ def _group_counts(sent: Season, level: str, keys: dict) -> tuple:
 
 
 def _larger_than_any(season: Season, row: dict) -> bool:
-    """Whether the busiest hour of a spike ``row`` sent more than twice its group's busiest
-    hour in the reference (the row's own week left out)."""
+    """Whether the busiest hour of a spike ``row`` sent more than `LARGER` times its group's
+    busiest hour in the reference (the row's own week left out)."""
     weekly = _history_weeks(season, row)
     busiest = season.observed[row["cells"], row["first"] : row["stop"]].sum(0).max()
-    return bool(weekly.size) and busiest > 2 * weekly.max()
+    return bool(weekly.size) and busiest > LARGER * weekly.max()
 
 
 def _history_weeks(season: Season, row: dict) -> np.ndarray:
