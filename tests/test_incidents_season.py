@@ -277,11 +277,12 @@ def test_a_runaway_workflow_is_a_volume_spike():
     assert runaway["workflow"] in {w[0] for w in spikes["workflows"]}
 
 
-def looped(activity, workflow, start, count, people, among=None, named=None):
+def looped(activity, workflow, start, count, people, among=None, named=None, once=False):
     """``activity`` with ``count`` more notifications of ``workflow`` over the hour from
-    ``start``, each for one of the subscribers of ``people`` (notifications rows): copies of
-    its own (of those whose ids are ``among``, when given), their jobs and execution details
-    moved to their new time; of the workflow ``named`` instead, when given."""
+    ``start``, each for one of the subscribers of ``people`` (notifications rows; each at most
+    ``once``, a campaign's, when so): copies of its own (of those whose ids are ``among``, when
+    given), their jobs and execution details moved to their new time; of the workflow
+    ``named`` instead, when given."""
     notes, jobs, details = activity
     rng = np.random.default_rng(0)
     own = notes[notes["workflow_identifier"].eq(workflow)]
@@ -292,7 +293,8 @@ def looped(activity, workflow, start, count, people, among=None, named=None):
     copies = pd.DataFrame({"old": own["notification_id"].to_numpy(),
                            "new": [f"loop-{start:%m%d%H%M}-{n}" for n in range(count)],
                            "shift": at - pd.DatetimeIndex(own["created_at"])})  # fmt: skip
-    who = people.iloc[rng.integers(0, len(people), count)]
+    who = people.iloc[rng.permutation(len(people))[:count] if once
+                      else rng.integers(0, len(people), count)]  # fmt: skip
     new_notes = own.assign(notification_id=copies["new"].to_numpy(), created_at=at,
                            subscriber_id=who["subscriber_id"].to_numpy(),
                            subscriber_email=who["subscriber_email"].to_numpy(),
@@ -486,6 +488,36 @@ def test_a_promotion_sent_on_days_that_change_every_week_is_no_spike():
     assert not found["workflows"].map(lambda flows: "flash-sale" in flows).any(), list(
         found["summary"]
     )
+
+
+#: A campaign most weeks, on a different day and hour each time: when, and to how many.
+CAMPAIGNS = (("2026-09-29T15:00Z", 300), ("2026-10-08T09:00Z", 420), ("2026-10-13T18:00Z", 360),
+             ("2026-10-21T10:00Z", 480))  # fmt: skip
+
+
+@pytest.mark.parametrize("days", [7, 28])
+def test_a_campaign_most_weeks_on_whichever_day_is_no_spike_one_three_times_as_large_is(days):
+    # the window's campaign to 500 people adds no more than twice the most the history's did
+    # over as many hours (over 28 days read alone: the window's other weeks); one to 1,500
+    # people is a spike, and so is a loop as large as the first, re-triggering for 5 people
+    traffic = shaped_traffic(2, NOW, incidents=False)
+    after, start = NOW - pd.Timedelta(days=days), NOW - pd.Timedelta(days=35)
+    activity = traffic.window(start, NOW)[0]
+    people = activity.notifications.drop_duplicates("subscriber_id")
+    for at, size in CAMPAIGNS:
+        activity = looped(activity, "promo-campaign", pd.Timestamp(at), size, people,
+                          named="news", once=True)  # fmt: skip
+
+    def news(size: int, among: pd.DataFrame) -> pd.DataFrame:
+        sent = Traffic(*looped(activity, "promo-campaign", pd.Timestamp("2026-10-29T14:00Z"),
+                               size, among, named="news", once=len(among) >= size))  # fmt: skip
+        base = sent.window(after - HISTORY, after)[0] if days < 28 else None
+        found = find_incidents(sent.window(after, NOW)[0], baseline=base)
+        return found[found["workflows"].map(lambda flows: "news" in flows)]
+
+    assert news(500, people).empty
+    assert list(news(1500, people)["kind"]) == ["volume_spike"]
+    assert list(news(500, people.iloc[:5])["kind"]) == ["volume_spike"]
 
 
 #: The hour of the day (from a window's first) each market's promotion goes out at.
