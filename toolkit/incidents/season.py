@@ -87,6 +87,8 @@ class Season:
     own: np.ndarray | None = None  # the window's hours where ``reference``'s weeks begin, when
     # they are its own
     confirm: bool = False  # two weeks, each the other's history: rows need the other days too
+    earlier: np.ndarray | None = None  # cells x weeks x 168: a baseline's weeks before the
+    # window, in step with ``reference``'s, when that is the window's own (a group's bursts)
     phase: int = 0  # the hour of ``reference``'s weeks the window's first hour is
     _grouped: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -207,8 +209,10 @@ def build(
                   "confirmed by the same hours of its other days" if paired else
                   f"the same hour of the week in the window's other {weekly.shape[1] - 1} weeks")  # fmt: skip
         source += unheld
+        earlier = None if history is None else _earlier(history, keys, history_span, gaps,
+                                                       hours[first])  # fmt: skip
         return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
-                      weekly.shape[1], after, before, starts, paired)  # fmt: skip
+                      weekly.shape[1], after, before, starts, paired, earlier=earlier)  # fmt: skip
     h_after, h_before = history_span
     h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
     h_hours = h_hours.as_unit("ns")
@@ -240,6 +244,20 @@ def build(
     )
     return Season(keys, hours, inside, observed * inside, profile[:, slot] * inside, weekly, source,
                   weekly.shape[1], after, before, phase=int(slot[0]))  # fmt: skip
+
+
+def _earlier(history: pd.DataFrame, keys: list[tuple], span: tuple, gaps, start: pd.Timestamp):
+    """The whole weeks of ``history`` (counts over ``span``) of the cells ``keys``, in step with
+    weeks beginning at ``start`` (the last may lack the partial hour ``span`` ends in), those
+    touching ``gaps`` left out."""
+    week = WEEK * HOUR
+    end = start - max(0, -(-(start - span[1].ceil(HOUR)) // week)) * week
+    weeks = max(0, (end - span[0].ceil(HOUR)) // week)
+    if not weeks:
+        return None
+    hours = pd.date_range(end - weeks * week, periods=weeks * WEEK, freq=HOUR).as_unit("ns")
+    whole = _held(hours, gaps).reshape(weeks, WEEK).all(1)
+    return _matrix(history, keys, hours).reshape(len(keys), weeks, WEEK)[:, whole]
 
 
 def _unheld_text(missing, after: pd.Timestamp, before: pd.Timestamp) -> str:
@@ -463,16 +481,16 @@ def _cells(counts: pd.DataFrame) -> tuple[np.ndarray, list[tuple]]:
 
 
 def _matrix(counts: pd.DataFrame, keys: list[tuple], hours: pd.DatetimeIndex) -> np.ndarray:
-    """``counts`` as cells x hours (0 where absent)."""
+    """``counts`` as cells x hours (0 where absent; cells not of ``keys`` left out)."""
     out = np.zeros((len(keys), len(hours)))
     if counts.empty:
         return out
     number = {key: n for n, key in enumerate(keys)}
     of_row, cells = _cells(counts)
-    cell = np.array([number[key] for key in cells], dtype="int64")[of_row]
+    cell = np.array([number.get(key, -1) for key in cells], dtype="int64")[of_row]
     bucket = pd.DatetimeIndex(counts["bucket"]).as_unit("ns").asi8
     hour = (bucket - hours.as_unit("ns").asi8[0]) // HOUR.value
-    inside = (hour >= 0) & (hour < len(hours))
+    inside = (hour >= 0) & (hour < len(hours)) & (cell >= 0)
     np.add.at(out, (cell[inside], hour[inside]), counts["jobs"].to_numpy("float64")[inside])
     return out
 

@@ -769,15 +769,11 @@ def _usual_burst(season: Season, row: dict) -> bool:
 
 def _history_spikes(season: Season, row: dict) -> tuple[float, float]:
     """The largest score, and the most jobs added, of a spike of ``row``'s group as long as
-    it (or shorter) in each week of the reference against the others (the row's own week
-    left out)."""
-    weekly = season.reference[row["cells"]].sum(0)  # weeks x 168
-    own = _own_week(season, row["first"])
+    it (or shorter) in each week of its history (`_history_weeks`) against the others."""
+    weekly = _history_weeks(season, row)
     hours = row["stop"] - row["first"]
     largest, most = 0.0, 0.0
     for week in range(weekly.shape[0]):
-        if week == own:
-            continue
         expected = _runs(center(np.delete(weekly[None], week, axis=1))[0], hours)[0]
         observed, inside = _runs(weekly[week], hours)
         more = (observed > expected) & inside
@@ -844,10 +840,14 @@ def _larger_than_any(season: Season, row: dict) -> bool:
 
 
 def _history_weeks(season: Season, row: dict) -> np.ndarray:
-    """The reference of ``row``'s group (weeks x 168), its own week left out."""
+    """The reference of ``row``'s group (weeks x 168), its own week left out, after a
+    baseline's weeks when the reference is the window's own (`Season.earlier`)."""
     weekly = season.reference[row["cells"]].sum(0)
     own = _own_week(season, row["first"])
-    return weekly if own is None else np.delete(weekly, own, axis=0)
+    weekly = weekly if own is None else np.delete(weekly, own, axis=0)
+    if season.earlier is None or not season.earlier.shape[1]:
+        return weekly
+    return np.concatenate([season.earlier[row["cells"]].sum(0), weekly])
 
 
 def _own_week(season: Season, hour: int) -> int | None:
