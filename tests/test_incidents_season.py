@@ -389,9 +389,10 @@ def _later(activity, mine, times):
     )
 
 
-def test_sends_a_loops_load_slowed_are_the_loops_row():
-    # a runaway loop on a weekday afternoon queues its provider's every send, two and a half
-    # times as slow: one spike row, that names the slowdown (a latency row of its own before)
+@pytest.fixture(scope="module")
+def loop_week():
+    """A week with a runaway loop on a weekday afternoon, its baseline, the provider it sends
+    through, and the hour it began."""
     traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
     week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
     notes, workflow = week.notifications, "login-code"
@@ -401,10 +402,36 @@ def test_sends_a_loops_load_slowed_are_the_loops_row():
     jobs = week.jobs[week.jobs["notification_id"].isin(mine["notification_id"])]
     provider = jobs.loc[jobs["type"].ne("in_app"), "provider_id"].mode().iloc[0]  # not built in
     people = notes.drop_duplicates("subscriber_id").iloc[:30]
-    loop = looped(week, workflow, start, count, people)
+    return looped(week, workflow, start, count, people), history, provider, start
+
+
+def test_sends_a_loops_load_slowed_are_the_loops_row(loop_week):
+    # a runaway loop on a weekday afternoon queues its provider's every send, two and a half
+    # times as slow: one spike row, that names the slowdown (a latency row of its own before)
+    loop, history, provider, start = loop_week
     found = find_incidents(slowed(loop, provider, start, 2.5), baseline=history)
     assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
     assert f"its load slowed {provider_name(provider)}" in found.iloc[0]["summary"]
+
+
+@pytest.mark.parametrize("share", [0.05, 0.5])
+def test_a_loops_load_rate_limiting_a_few_sends_is_the_loops_row_most_of_them_is_not(
+    loop_week, share
+):
+    # the provider rate limits a share of the sends in the loop's hour: a few (a load's) are
+    # named in the loop's row; half of them is a cause of its own, an error spike too
+    loop, history, provider, start = loop_week
+    jobs = loop.jobs
+    hour = jobs[jobs["provider_id"].eq(provider)
+                & jobs["first_execution_at"].between(start, start + HOUR)]  # fmt: skip
+    limited = hour["job_id"].sample(frac=share, random_state=2)
+    found = find_incidents(failed_later(loop, limited, "rate_limit_exceeded"), baseline=history)
+    if share < volume.LOAD_LIMITS:
+        assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
+        named = f"its load had {provider_name(provider)}"
+        assert named in found.iloc[0]["summary"] and "rate limited" in found.iloc[0]["summary"]
+    else:
+        assert sorted(found["kind"]) == ["error_spike", "volume_spike"], list(found["summary"])
 
 
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():

@@ -1092,7 +1092,9 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
         return "latency_degradation" if row["p95"] >= tables.SLOWER * row["slow_above"] else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
-    throttled = _rate_limited(row.get("cause") or row["keys"].get("error_code"), hit)
+    throttled = row["throttled"] = _rate_limited(
+        row.get("cause") or row["keys"].get("error_code"), hit
+    )
     if scan == "provider":
         retried = hit["retried"].mean() >= MOST if len(hit) else False
         if throttled:

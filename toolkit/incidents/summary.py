@@ -201,6 +201,13 @@ def _parts(parts: list[dict]) -> str:
     return f"{workflows}, with {_listed(named)}," if named else workflows
 
 
+def _limited(row: dict) -> str:
+    """An error spike of a rate limit a spike's load made, mid-sentence: "Amazon SES email
+    sends rate limited (2%, error Throttling)"."""
+    code = row["keys"].get("error_code") or row.get("cause")
+    return f"{_sends(row['keys'])} rate limited ({row['rate']:.0%}{f', error {code}' * bool(code)})"
+
+
 def _listed(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
@@ -250,6 +257,8 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
                 f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95; 90% usually under "
                 f"{slow['slow_above']:,.1f} s)"
                 for slow in row["slowed"]])  # fmt: skip
+        if row.get("limited"):  # sends its load had rate limited (`volume.slowed_by_spikes`)
+            text += ", and its load had " + _listed([_limited(limit) for limit in row["limited"]])
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"
         if "likely" in row:

@@ -20,7 +20,8 @@ repeats (a loop) is kept whatever its size; a workflow's spike short of two of t
 hours, only a spike of repeats (a loop). A row of its group's usual traffic an hour off (summer
 time's end) is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
 sending through its provider, at most a few times slower, is the spike's (`slowed_by_spikes`: its
-load slowed the sends), or none when the spike is a burst that is none. A row's expected jobs are
+load slowed the sends), and so is a rate limit on a few of its sends, or none when the spike is a
+burst that is none. A row's expected jobs are
 at its day's level (`_level`) and, for a channel or provider whose workflows keep triggering,
 weighed with what their other channels sent at the time (`expected_jobs`); a row that then no
 longer misses (has extra) the fewest jobs a row needs is none (`departs`). A season of two weeks
@@ -82,6 +83,9 @@ LOADED = 0.5
 #: makes their sends: a queue's wait; a provider slower still has a cause of its own
 #: (`slowed_by_spikes`).
 LOAD_SLOWS = 3.0
+#: The largest share of a provider's sends a spike's load makes it rate limit: a busy hour's
+#: few; a provider limiting more has a cause of its own (`slowed_by_spikes`).
+LOAD_LIMITS = 0.2
 #: How many times the most its group ever sent (at its busiest hour, `_larger_than_any`) or
 #: added (over as many hours, `_beyond_history`) a spike must send or add: a group's bursts
 #: differ in size (a campaign to one region or another, a customer base that grows).
@@ -581,26 +585,33 @@ def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
-    """``rows`` without each latency degradation mostly at the time of a spike (of ``moved``:
-    at least `LOADED` of its period) of a group that sends through its provider: the spike's
-    load slowed the provider's sends (a runaway loop, a busy evening queues them all), one
-    cause, so it is the spike's row's (``slowed``: named in its summary), not a row of its own;
-    a burst's that is no spike (`triggered`: sent at once, like its group's usual ones), none.
-    A slowdown that began well before the spike, or more than `LOAD_SLOWS` times the usual slow
-    threshold, is not its load."""
+    """``rows`` without each latency degradation, or error spike of a rate limit (``throttled``),
+    mostly at the time of a spike (of ``moved``: at least `LOADED` of its period) of a group
+    that sends through its provider: the spike's load slowed (rate limited) the provider's
+    sends (a runaway loop, a campaign, a busy evening queues them all), one cause, so it is
+    the spike's row's (``slowed``, ``limited``: named in its summary), not a row of its own; a
+    burst's that is no spike (`triggered`: sent at once, like its group's usual ones), none.
+    A slowdown (rate limit) that began well before the spike, or more than `LOAD_SLOWS` times
+    the usual slow threshold (on more than `LOAD_LIMITS` of the sends), is not its load."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
-        spike = next((spike for spike in spikes if row["kind"] == "latency_degradation"
-                      and _within(row, spike) >= LOADED
-                      and row["p95"] <= LOAD_SLOWS * row["slow_above"]
+        spike = next((spike for spike in spikes if _loaded(row) and _within(row, spike) >= LOADED
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)
         else:
-            spike.setdefault("slowed", []).append(row)
+            slowed = row["kind"] == "latency_degradation"
+            spike.setdefault("slowed" if slowed else "limited", []).append(row)
     return kept
+
+
+def _loaded(row: dict) -> bool:
+    """Whether ``row`` is of a kind a load makes, no more than a load makes it."""
+    if row["kind"] == "latency_degradation":
+        return row["p95"] <= LOAD_SLOWS * row["slow_above"]
+    return row["kind"] == "error_spike" and row.get("throttled") and row["rate"] <= LOAD_LIMITS
 
 
 def _within(row: dict, other: dict) -> float:
