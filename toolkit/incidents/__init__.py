@@ -68,9 +68,13 @@ of the week expect next to nothing (under a job an hour), from the same hours of
 window's and the baseline's (each scaled by the hours beside it, `volume.confirmed`: a promotion
 sent on days that change from week to week is expected none on a day no other week sent it), a
 ``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only what
-departs from it is) when its send occasions (below) or its repeats (notifications beyond one per
-subscriber: a loop for a few people, where the group triggers in most minutes already) depart too,
-or its busiest hour sends more than twice the group's busiest in the history (`volume.triggered`: a
+departs from it is) when its send occasions (below) depart too and it adds more than
+`volume.LARGER` times the most the group added over as many hours in a week of the history
+(`volume._usual_burst`: a campaign most weeks on whichever day, a payday's deposits; a baseline's
+weeks count too when the window makes its own season, `season.Season.earlier`), or its repeats
+(notifications beyond one per subscriber: a loop for a few people, where the group triggers in
+most minutes already, whatever its size) depart, or its busiest hour sends more than twice the
+group's busiest in the history (`volume.triggered`: a
 fan-out sent at once is one occasion, once per subscriber, and makes a tail heavier than its
 variance says); a workflow's spike short of two of the window's busiest hours only when its repeats
 depart (a loop: a small workflow's fan-out on a quiet evening is none). A spike takes in the hour
@@ -197,7 +201,10 @@ names the slowdown; a slowdown needs its p95 at least `tables.SLOWER` times the 
 percentile: more sends slower, under that, is a busy evening's queue; and more slow sends than
 its workflows usually have: a batch whose sends always queue is no slowdown, `mix`). A provider
 rate limiting the sends (a code or message saying rate limit, throttled, too many requests, 429)
-is an error_spike at any rate, never an outage: it is up. A domain bouncing through several providers is one
+is an error_spike at any rate, never an outage: it is up; on at most `volume.LOAD_LIMITS` of the
+sends, mostly within a volume_spike through the provider, the spike's load (named in its row). A
+spike's load, slowing or rate limiting, of a burst that is no spike (a usual campaign, a fan-out
+sent at once) is no row either. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
 domain's (at least half of them, while the provider's sends to other domains then failed at most
 half as often as the domain's: a domain with most of the sends, failing like the rest, is the

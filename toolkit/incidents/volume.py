@@ -803,8 +803,9 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     a crowd triggering one by one, or a fan-out larger than any the group made. A fan-out or a
     burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
-    A spike of occasions that adds no more than its group's usual bursts (`_usual_burst`: a
-    campaign most weeks, on whichever day) is none either. With a history of counts only (no
+    A spike of occasions (repeats) that adds no more than its group's usual bursts of jobs
+    (repeats) do (`_usual_burst`: a campaign most weeks, on whichever day; a payday's deposits,
+    some people paid twice) is none either. With a history of counts only (no
     occasions), every spike but a small one or a usual burst stays. A ``small`` spike (fewer
     than two of the window's busiest hours) is kept only as a spike of repeats: a loop; a
     small workflow's burst at a quiet hour is neither larger than it is nor many more
@@ -820,7 +821,7 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
             if not row["small"] and not _usual_burst(season, row):
                 kept.append(row)
             continue
-        loop = _spike_of(repeats, row, alpha)
+        loop = _spike_of(repeats, row, alpha) and not _usual_burst(repeats, _in_season(repeats, row))
         if loop or not row["small"] and (_larger_than_any(season, row) or (
                 not _usual_burst(season, row) and _spike_of(sent, row, alpha))):  # fmt: skip
             kept.append(row)
@@ -832,6 +833,16 @@ def _spike_of(sent: Season, row: dict, alpha: float) -> bool:
     counts (occasions or repeats) in ``row``'s hours."""
     return _occasion_p(*_group_counts(sent, row["level"], row["keys"]), row["first"],
                        row["stop"]) <= alpha  # fmt: skip
+
+
+def _in_season(sent: Season, row: dict) -> dict:
+    """``row`` in the season ``sent`` of its level's occasions (or repeats): its group's cells,
+    and their counts in its hours."""
+    named, observed, expected, _, cells = sent.groups(row["level"])
+    group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
+    hours = slice(row["first"], row["stop"])
+    return {**row, "cells": cells[group], "events": float(observed[group, hours].sum()),
+            "expected": float(expected[group, hours].sum())}  # fmt: skip
 
 
 def _group_counts(sent: Season, level: str, keys: dict) -> tuple:
