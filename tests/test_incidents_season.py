@@ -522,18 +522,25 @@ CAMPAIGNS = (("2026-09-29T15:00Z", 300), ("2026-10-08T09:00Z", 420), ("2026-10-1
              ("2026-10-21T10:00Z", 480))  # fmt: skip
 
 
-@pytest.mark.parametrize("days", [7, 28])
-def test_a_campaign_most_weeks_on_whichever_day_is_no_spike_one_three_times_as_large_is(days):
+@pytest.mark.parametrize(("days", "twice"), [(7, False), (28, False), (7, True)])
+def test_a_campaign_most_weeks_on_whichever_day_is_no_spike_one_three_times_as_large_is(
+    days, twice
+):
     # the window's campaign to 500 people adds no more than twice the most the history's did
     # over as many hours (over 28 days read alone: the window's other weeks); one to 1,500
-    # people is a spike, and so is a loop as large as the first, re-triggering for 5 people
+    # people is a spike, and so is a loop re-triggering for 5 people; ``twice``: each to half
+    # as many people, some more than once (a payday's deposits), its repeats the history's
     traffic = shaped_traffic(2, NOW, incidents=False)
     after, start = NOW - pd.Timedelta(days=days), NOW - pd.Timedelta(days=35)
     activity = traffic.window(start, NOW)[0]
     people = activity.notifications.drop_duplicates("subscriber_id")
+
+    def to(size: int) -> pd.DataFrame:
+        return people.iloc[: size // 2] if twice else people
+
     for at, size in CAMPAIGNS:
-        activity = looped(activity, "promo-campaign", pd.Timestamp(at), size, people,
-                          named="news", once=True)  # fmt: skip
+        activity = looped(activity, "promo-campaign", pd.Timestamp(at), size, to(size),
+                          named="news", once=not twice)  # fmt: skip
 
     def news(size: int, among: pd.DataFrame) -> pd.DataFrame:
         sent = Traffic(*looped(activity, "promo-campaign", pd.Timestamp("2026-10-29T14:00Z"),
@@ -542,9 +549,28 @@ def test_a_campaign_most_weeks_on_whichever_day_is_no_spike_one_three_times_as_l
         found = find_incidents(sent.window(after, NOW)[0], baseline=base)
         return found[found["workflows"].map(lambda flows: "news" in flows)]
 
-    assert news(500, people).empty
-    assert list(news(1500, people)["kind"]) == ["volume_spike"]
-    assert list(news(500, people.iloc[:5])["kind"]) == ["volume_spike"]
+    assert news(500, to(500)).empty
+    assert list(news(1500, to(1500))["kind"]) == ["volume_spike"]
+    assert list(news(700 if twice else 500, people.iloc[:5])["kind"]) == ["volume_spike"]
+
+
+def test_a_monthly_batch_a_baseline_saw_is_no_spike_in_a_window_of_four_weeks():
+    # a statement to 800 people on the same weekday four weeks apart: the 28-day window makes
+    # its own season, the baseline's weeks are its bursts' history too; read alone, the
+    # window has never seen it (one row: a one-off is unusual)
+    traffic = shaped_traffic(2, NOW, incidents=False)
+    after = NOW - pd.Timedelta(days=28)
+    activity = traffic.window(after - HISTORY, NOW)[0]
+    people = activity.notifications.drop_duplicates("subscriber_id")
+    for at in ("2026-09-08T08:00Z", "2026-10-06T08:00Z"):
+        activity = looped(activity, "promo-campaign", pd.Timestamp(at), 800, people,
+                          named="statement", once=True)  # fmt: skip
+    sent = Traffic(*activity)
+    window, base = sent.window(after, NOW)[0], sent.window(after - HISTORY, after)[0]
+    for baseline, rows in ((base, 0), (None, 1)):
+        found = find_incidents(window, baseline=baseline)
+        mine = found[found["workflows"].map(lambda flows: "statement" in flows)]
+        assert len(mine) == rows, list(found["summary"])
 
 
 #: The hour of the day (from a window's first) each market's promotion goes out at.
