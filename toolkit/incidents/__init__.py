@@ -70,7 +70,7 @@ sent on days that change from week to week is expected none on a day no other we
 ``volume_spike`` (recurring batches and the group's usual bursts are in the history, so only what
 departs from it is) when its send occasions (below) depart too and it adds more than
 `volume.LARGER` times the most the group added over as many hours in a week of the history
-(`volume._usual_burst`: a campaign most weeks on whichever day, a payday's deposits; a baseline's
+(`volume._usual_burst`: a campaign most weeks on whichever day and hour; a baseline's
 weeks count too when the window makes its own season, `season.Season.earlier`), or its repeats
 (notifications beyond one per subscriber: a loop for a few people, where the group triggers in
 most minutes already, whatever its size) depart, or its busiest hour sends more than twice the

@@ -87,7 +87,7 @@ LOAD_SLOWS = 3.0
 #: few; a provider limiting more has a cause of its own (`slowed_by_spikes`).
 LOAD_LIMITS = 0.2
 #: How many times the most its group ever sent (at its busiest hour, `_larger_than_any`) or
-#: added (over as many hours, `_beyond_history`) a spike must send or add: a group's bursts
+#: added (over as many hours, `_usual_burst`) a spike must send or add: a group's bursts
 #: differ in size (a campaign to one region or another, a customer base that grows).
 LARGER = 2.0
 
@@ -773,8 +773,8 @@ def _beyond_history(season: Season, row: dict) -> bool:
 
 def _usual_burst(season: Season, row: dict) -> bool:
     """Whether a spike ``row`` adds no more than `LARGER` times the most jobs its group added
-    over as many hours in a week of the reference (as `_beyond_history` scores them): a
-    campaign most weeks on whichever day, a payday's deposits, whatever day they fall on."""
+    over as many hours in a week of its history (as `_beyond_history` scores them): a campaign
+    most weeks, whatever day and hour it is sent at."""
     return row["events"] - row["expected"] <= LARGER * _history_spikes(season, row)[1]
 
 
@@ -803,13 +803,12 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     a crowd triggering one by one, or a fan-out larger than any the group made. A fan-out or a
     burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
-    A spike of occasions (repeats) that adds no more than its group's usual bursts of jobs
-    (repeats) do (`_usual_burst`: a campaign most weeks, on whichever day; a payday's deposits,
-    some people paid twice) is none either. With a history of counts only (no
-    occasions), every spike but a small one or a usual burst stays. A ``small`` spike (fewer
-    than two of the window's busiest hours) is kept only as a spike of repeats: a loop; a
-    small workflow's burst at a quiet hour is neither larger than it is nor many more
-    triggers."""
+    A spike of occasions that adds no more than its group's usual bursts do (`_usual_burst`: a
+    campaign most weeks, on whichever day) is none either; a spike of repeats (a loop) is kept
+    whatever its size. With a history of counts only (no occasions), every spike but a small
+    one or a usual burst stays. A ``small`` spike (fewer than two of the window's busiest
+    hours) is kept only as a spike of repeats: a loop; a small workflow's burst at a quiet hour
+    is neither larger than it is nor many more triggers."""
     levels: dict[str, list[dict]] = {}
     for row in spikes:
         levels.setdefault(row["level"], []).append(row["keys"])
@@ -821,9 +820,10 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
             if not row["small"] and not _usual_burst(season, row):
                 kept.append(row)
             continue
-        loop = _spike_of(repeats, row, alpha) and not _usual_burst(repeats, _in_season(repeats, row))
-        if loop or not row["small"] and (_larger_than_any(season, row) or (
-                not _usual_burst(season, row) and _spike_of(sent, row, alpha))):  # fmt: skip
+        loop = _spike_of(repeats, row, alpha)  # whatever its size
+        larger = not row["small"] and _larger_than_any(season, row)
+        more = not row["small"] and not _usual_burst(season, row) and _spike_of(sent, row, alpha)
+        if loop or larger or more:
             kept.append(row)
     return kept
 
@@ -833,16 +833,6 @@ def _spike_of(sent: Season, row: dict, alpha: float) -> bool:
     counts (occasions or repeats) in ``row``'s hours."""
     return _occasion_p(*_group_counts(sent, row["level"], row["keys"]), row["first"],
                        row["stop"]) <= alpha  # fmt: skip
-
-
-def _in_season(sent: Season, row: dict) -> dict:
-    """``row`` in the season ``sent`` of its level's occasions (or repeats): its group's cells,
-    and their counts in its hours."""
-    named, observed, expected, _, cells = sent.groups(row["level"])
-    group = [tuple(key.values()) for key in named].index(tuple(row["keys"].values()))
-    hours = slice(row["first"], row["stop"])
-    return {**row, "cells": cells[group], "events": float(observed[group, hours].sum()),
-            "expected": float(expected[group, hours].sum())}  # fmt: skip
 
 
 def _group_counts(sent: Season, level: str, keys: dict) -> tuple:
