@@ -32,7 +32,13 @@ def test_make_lab_serves_the_notebooks(tmp_path):
             address = found and found.group(1)
             if address is None:
                 lab_wait(lab)
-        listing = requests.get(f"{address}/api/contents", params={"token": token}, timeout=30)
+        listing = None
+        while listing is None:  # the address is printed before the server listens on it
+            assert lab.poll() is None, (tmp_path / "lab.log").read_text()
+            with contextlib.suppress(requests.ConnectionError):
+                listing = requests.get(f"{address}/api/contents", params={"token": token}, timeout=30)  # fmt: skip
+            if listing is None:
+                lab_wait(lab)
         names = {item["name"] for item in listing.json()["content"]}
         assert {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} <= names
         page = requests.get(f"{address}/lab", params={"token": token}, timeout=30)
