@@ -567,6 +567,22 @@ def test_a_monthly_batch_a_baseline_saw_is_no_spike_in_a_window_of_four_weeks():
         assert len(mine) == rows, list(found["summary"])
 
 
+def test_a_baseline_beginning_within_an_hour_holds_all_its_weeks():
+    # a week's window ending at half past: the 28 days before it begin within an hour, and
+    # the statement sent in their first days (four weeks before the window's) is history too
+    end = NOW - pd.Timedelta(minutes=30)
+    after = end - pd.Timedelta(days=7)
+    activity = shaped_traffic(2, NOW, incidents=False).window(after - HISTORY, end)[0]
+    people = activity.notifications.drop_duplicates("subscriber_id")
+    for at in ("2026-09-29T08:00Z", "2026-10-27T08:00Z"):
+        activity = looped(activity, "promo-campaign", pd.Timestamp(at), 800, people,
+                          named="statement", once=True)  # fmt: skip
+    sent = Traffic(*activity)
+    found = find_incidents(sent.window(after, end)[0], baseline=sent.window(after - HISTORY, after)[0])  # fmt: skip
+    assert "in the 4 weeks of baseline=" in found.attrs["baseline"]
+    assert not found["workflows"].map(lambda flows: "statement" in flows).any(), list(found["summary"])  # fmt: skip
+
+
 #: The hour of the day (from a window's first) each market's promotion goes out at.
 MARKETS = (0, 5, 10, 16)
 

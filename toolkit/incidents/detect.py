@@ -360,7 +360,7 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
                 (pd.DataFrame(columns=["bucket", *season.CELL, "jobs"]), (after, after)),
                 None,
             )
-        start, end = max(first, after - HISTORY), min(after, watermark)
+        start, end = max(first, (after - HISTORY).floor(season.HOUR)), min(after, watermark)
         counts = delivery_counts(baseline, after=start, before=end, by=season.CELL)
         gaps = season.missing_days(layout.days_held(baseline.path), start, end)
         return None, None, (counts, (start, end), gaps), baseline

@@ -178,7 +178,8 @@ def build(
     when a season can be learnt), from the window itself when it spans `MIN_WEEKS` weeks (or
     `PAIRED_WEEKS` and no ``history`` is given: ``confirm``), else from ``history`` (counts
     over ``history_span``; its weeks touching ``gaps``, spans it does not hold, left out: a gap
-    is not a quiet week). The window's hours in ``missing`` (spans its source does not hold)
+    is not a quiet week; an hour it begins within counts from there: a 28-day baseline ending at
+    half past holds four weeks). The window's hours in ``missing`` (spans its source does not hold)
     have no observed nor expected count. Returns why not (a sentence) when neither has enough
     weeks."""
     hours = pd.date_range(after.floor(HOUR), before.ceil(HOUR), freq=HOUR, inclusive="left")
@@ -214,7 +215,7 @@ def build(
         return Season(keys, hours, inside, observed * inside, expected * inside, weekly, source,
                       weekly.shape[1], after, before, starts, paired, earlier=earlier)  # fmt: skip
     h_after, h_before = history_span
-    h_hours = pd.date_range(h_after.ceil(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
+    h_hours = pd.date_range(h_after.floor(HOUR), h_before.floor(HOUR), freq=HOUR, inclusive="left")
     h_hours = h_hours.as_unit("ns")
     if len(h_hours) < MIN_WEEKS * WEEK:
         return (f"the baseline ({h_before - h_after}) spans fewer than {MIN_WEEKS} weeks: "
@@ -252,7 +253,7 @@ def _earlier(history: pd.DataFrame, keys: list[tuple], span: tuple, gaps, start:
     touching ``gaps`` left out."""
     week = WEEK * HOUR
     end = start - max(0, -(-(start - span[1].ceil(HOUR)) // week)) * week
-    weeks = max(0, (end - span[0].ceil(HOUR)) // week)
+    weeks = max(0, (end - span[0].floor(HOUR)) // week)
     if not weeks:
         return None
     hours = pd.date_range(end - weeks * week, periods=weeks * WEEK, freq=HOUR).as_unit("ns")
