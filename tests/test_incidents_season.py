@@ -548,6 +548,29 @@ def test_a_campaign_most_weeks_on_whichever_day_is_no_spike_one_three_times_as_l
     assert list(news(500, people.iloc[:5])["kind"]) == ["volume_spike"]
 
 
+@pytest.mark.parametrize(("once", "again"), [(570, 30), (400, 300)])
+def test_a_campaign_reaching_a_few_of_its_people_twice_is_no_loop_one_repeating_them_is(once, again):  # fmt: skip
+    # a campaign most weeks, on whichever day; the window's reaches 570 people once and 30 of
+    # them twice (a crowd: a twentieth of it repeats, none did before), or 400 once and 300
+    # more to 30 of them (a loop: its repeats are two fifths of it)
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    activity = traffic.window(after - HISTORY, NOW)[0]
+    people = activity.notifications.drop_duplicates("subscriber_id")
+    for at, size in CAMPAIGNS:
+        activity = looped(activity, "promo-campaign", pd.Timestamp(at), size, people,
+                          named="news", once=True)  # fmt: skip
+    start = pd.Timestamp("2026-10-29T14:00Z")
+    activity = looped(activity, "promo-campaign", start, once, people, named="news", once=True)
+    notes = activity.notifications
+    reached = notes[notes["notification_id"].str.startswith(f"loop-{start:%m%d%H%M}-")].iloc[:30]
+    activity = looped(activity, "promo-campaign", start + pd.Timedelta(minutes=1), again, reached,
+                      named="news", once=again <= 30)  # fmt: skip
+    sent = Traffic(*activity)
+    found = find_incidents(sent.window(after, NOW)[0], baseline=sent.window(after - HISTORY, after)[0])  # fmt: skip
+    mine = found["workflows"].map(lambda flows: "news" in flows).astype(bool)
+    assert found.loc[mine, "kind"].tolist() == ["volume_spike"] * (again > 30), list(found["summary"])  # fmt: skip
+
+
 def test_a_monthly_batch_a_baseline_saw_is_no_spike_in_a_window_of_four_weeks():
     # a statement to 800 people on the same weekday four weeks apart: the 28-day window makes
     # its own season, the baseline's weeks are its bursts' history too; read alone, the

@@ -272,9 +272,10 @@ def occasion_counts(
     dimensions' values, None: missing). One frame per grouping, one row per bucket and group
     with jobs: ``bucket``, its dimensions (``string``), ``occasions`` (``int64``) and the first
     and last trigger in the bucket (``first_at``, ``last_at``); `delivery_counts`' ``attrs``.
-    Occasions add up over buckets, not over groups. ``repeats`` (``int64``): the bucket's
-    notifications of the group beyond one per subscriber (a loop re-triggering a workflow for a
-    few subscribers repeats; a fan-out to many, once each, does not)."""
+    Occasions add up over buckets, not over groups. ``notifications`` (``int64``): the
+    bucket's notifications of the group; ``repeats`` (``int64``): those beyond one per
+    subscriber (a loop re-triggering a workflow for a few subscribers repeats; a fan-out to
+    many, once each, does not)."""
     if isinstance(by, str) or not all(isinstance(one, list | tuple) for one in by):
         raise ParameterError("by", by, "a list of groupings, each a list of dimensions")
     if groups is not None and len(groups) != len(by):
@@ -293,6 +294,7 @@ def occasion_counts(
         selects.append(
             f"SELECT {n} AS grouping_set, {_bucketed(hour)} AS bucket{columns},"
             f" CAST(count(DISTINCT {OCCASION}) AS BIGINT) AS occasions,"
+            " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications,"
             " CAST(count(DISTINCT notification_id) - count(DISTINCT subscriber_id) AS BIGINT)"
             " AS repeats,"
             " min(unix_micros(triggered_at)) AS first_at, max(unix_micros(triggered_at)) AS last_at"
@@ -302,7 +304,7 @@ def occasion_counts(
     out, grouping = [], table["grouping_set"].to_numpy(zero_copy_only=False)
     for n, one in enumerate(sets):
         part = table.filter(pa.array(grouping == n))
-        frame = _counts_frame(part, one, hour, start, end, engine, ("occasions", "repeats", "first_at", "last_at"))  # fmt: skip
+        frame = _counts_frame(part, one, hour, start, end, engine, ("occasions", "notifications", "repeats", "first_at", "last_at"))  # fmt: skip
         for name in ("first_at", "last_at"):
             frame[name] = _instants(frame[name])
         out.append(frame)

@@ -302,6 +302,11 @@ def groups_of(frame: pd.DataFrame, level: str) -> list[dict]:
             for values in frame[names].drop_duplicates().itertuples(index=False)]  # fmt: skip
 
 
+#: The least share of a spike's added notifications that are repeats (beyond one per person in
+#: an hour) for it to be a loop: a loop re-sends to the same people (a third to nine tenths of
+#: its notifications in the generators' loops), a crowd reaches new ones (a payday's deposit
+#: wave: one in twenty).
+LOOP_SHARE = 0.25
 #: How many standard deviations of its hour the hour either side of a spike sends beyond its
 #: expected count to be the spike's too (a loop from 18:47 to 19:47 is the 18:00 hour's too).
 EDGE = 2.0
@@ -815,17 +820,32 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     seasons = occasions(levels)
     kept = []
     for row in spikes:
-        sent, _, repeats = seasons[row["level"]]
+        sent, frame, repeats = seasons[row["level"]]
         if not isinstance(sent, Season):
             if not row["small"] and not _usual_burst(season, row):
                 kept.append(row)
             continue
-        loop = _spike_of(repeats, row, alpha)  # whatever its size
+        loop = _spike_of(repeats, row, alpha) and _mostly_repeats(repeats, frame, row)
         larger = not row["small"] and _larger_than_any(season, row)
         more = not row["small"] and not _usual_burst(season, row) and _spike_of(sent, row, alpha)
         if loop or larger or more:
             kept.append(row)
     return kept
+
+
+def _mostly_repeats(repeats: Season, frame: pd.DataFrame, row: dict) -> bool:
+    """Whether repeats make at least `LOOP_SHARE` of the notifications a spike ``row`` added
+    (``frame``: the window's `toolkit.counts.occasion_counts`, ``repeats`` their season): a
+    loop sends to the same people again; a crowd (a payday's deposits) to new people, a few
+    of whom happen to get two in an hour."""
+    observed, expected, *_ = _group_counts(repeats, row["level"], row["keys"])
+    first, stop = row["first"], row["stop"]
+    added = observed[first:stop].sum() - expected[first:stop].sum()
+    bucket = frame["bucket"]
+    hours = ((bucket >= repeats.hours[first]) & (bucket < repeats.hours[stop - 1] + HOUR)).to_numpy()
+    notes = frame.loc[_of(frame, row["keys"]) & hours, "notifications"].sum()
+    extra = 1 - row["expected"] / row["events"] if row["events"] else 0.0  # of the jobs: added
+    return bool(added >= LOOP_SHARE * notes * extra)
 
 
 def _spike_of(sent: Season, row: dict, alpha: float) -> bool:
