@@ -849,6 +849,28 @@ def failed_later(activity, job_ids, code: str):
     return type(activity)(notes, jobs, pd.concat([details, extra], ignore_index=True))
 
 
+@pytest.mark.parametrize("standing", [True, False])
+def test_mail_to_people_whose_mailboxes_always_bounced_is_no_incident(standing):
+    # six people get 30 emails in an afternoon, all refused (5.1.1: no such mailbox); when
+    # their mail had bounced so all month, that is how their addresses are, no incident;
+    # when it had been delivered until then, it is one
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=28)
+    activity = traffic.window(after, NOW)[0]
+    notes = activity.notifications.set_index("notification_id")
+    emailed = notes.loc[activity.jobs.loc[activity.jobs["type"].eq("email"), "notification_id"]]
+    people = emailed.drop_duplicates("subscriber_id").iloc[:6]
+    start = pd.Timestamp("2026-10-28T14:00Z")
+    activity = looped(activity, emailed["workflow_identifier"].mode().iloc[0], start, 30, people)
+    jobs, notes = activity.jobs, activity.notifications.set_index("notification_id")
+    whom = pd.Series(notes.loc[jobs["notification_id"], "subscriber_id"].to_numpy(), jobs.index)
+    theirs = jobs["type"].eq("email") & whom.isin(people["subscriber_id"])
+    if not standing:
+        theirs &= jobs["first_execution_at"].ge(start)
+    found = find_incidents(failed_later(activity, jobs.loc[theirs, "job_id"], "5.1.1"))
+    failures = found[~found["kind"].isin(["volume_spike"])]  # the 30 emails: a loop's
+    assert failures["kind"].tolist() == ([] if standing else ["stale_credentials"]), list(found["summary"])  # fmt: skip
+
+
 def test_an_outage_ends_at_its_own_last_failure_not_a_later_one_of_the_provider(shaped):
     """Failures of another code on the provider just after the outage are not the outage's."""
     activity, planted = shaped.window(NOW - pd.Timedelta(days=1), NOW)

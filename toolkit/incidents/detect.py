@@ -78,7 +78,8 @@ PRECEDENCE = (
 #: How much history a Store baseline is asked for (weeks before the window).
 HISTORY = pd.Timedelta(days=28)
 #: The columns of the jobs fetched to see whether an error row's subscribers succeed again.
-AGAIN = ("job_id", "channel", "provider_id", "subscriber_id", "scan_at", "met_failure")
+AGAIN = ("job_id", "channel", "provider_id", "subscriber_id", "scan_at", "met_failure",
+         "error_code")  # fmt: skip
 
 
 def find_incidents(
@@ -771,26 +772,23 @@ class _Found:
         return own[(own >= row["first"]) & (own <= row["last"])]
 
     def sent_again(self, rows: list[dict]) -> None:
-        """Fetch, for each error row, the jobs of its (channel, provider) to the subscribers it
-        hit from its start on (``row["again"]``, `AGAIN`): whether they succeed again. One
-        query: each pair's jobs from its rows' earliest start, to any subscriber the rows hit."""
-        rows = [row for row in rows if row["scan"] == "code"]
+        """Fetch, for each failure row, the window's jobs of its (channel, provider) to the
+        subscribers it hit (`AGAIN`): from its start on (``row["again"]``: whether they succeed
+        again) and before (``row["before"]``: whether they already failed so). One query:
+        each pair's jobs to any subscriber its rows hit."""
+        rows = [row for row in rows if row["scan"] in ("code", "provider", "domain")]
         hit = [self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique() for row in rows]
-        pairs: dict[tuple, dict] = {}  # one condition per pair: the rows' earliest start, all hit
-        for row, people in zip(rows, hit, strict=True):
-            pair = (row["keys"]["channel"], row["keys"]["provider_id"])
-            one = pairs.setdefault(pair, {"start": row["start"], "people": set()})
-            one["start"] = min(one["start"], row["start"])
-            one["people"].update(people)
+        pairs = {(row["keys"]["channel"], row["keys"]["provider_id"]) for row in rows}
         if not pairs:
             return
-        people = sorted(set().union(*(one["people"] for one in pairs.values())))
-        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (one["start"], None)}
-                              for (channel, provider), one in pairs.items()],
+        people = sorted(set().union(*hit))
+        fetched = self._rows([{"channel": channel, "provider_id": provider}
+                              for channel, provider in sorted(pairs)],
                              among=("subscriber_id", people), columns=AGAIN)  # fmt: skip
         for row, people in zip(rows, hit, strict=True):
-            mine = _pair_is(fetched, row["keys"]) & fetched["at"].ge(row["start"]).to_numpy()
-            row["again"] = fetched[mine & fetched["subscriber_id"].isin(people).to_numpy()]
+            mine = _pair_is(fetched, row["keys"]) & fetched["subscriber_id"].isin(people).to_numpy()
+            later = fetched["at"].ge(row["start"]).to_numpy()
+            row["again"], row["before"] = fetched[mine & later], fetched[mine & ~later]
 
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
@@ -1092,6 +1090,8 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
         return "latency_degradation" if row["p95"] >= tables.SLOWER * row["slow_above"] else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
+    if _standing(row, hit):
+        return None
     throttled = row["throttled"] = _rate_limited(
         row.get("cause") or row["keys"].get("error_code"), hit
     )
@@ -1115,6 +1115,18 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["base_rate"] = _provider_rate(found, row)
         return "provider_outage"
     return "stale_credentials" if _stale(row, hit) else "error_spike"
+
+
+def _standing(row: dict, hit: pd.DataFrame) -> bool:
+    """Whether most of the subscribers a failure row hit had already failed with its cause (an
+    error code) on its provider before it began (in the window): their standing state (a
+    mailbox that does not exist, an app uninstalled), no incident."""
+    before, code = row["before"], row["cause"]
+    people = hit["subscriber_id"].dropna().unique()
+    if code is None or not len(people):
+        return False
+    failed = before.loc[before["met_failure"] & before["error_code"].eq(code), "subscriber_id"]
+    return bool(np.isin(people, failed.unique()).mean() >= MOST)
 
 
 def _provider_rate(found: _Found, row: dict) -> float:

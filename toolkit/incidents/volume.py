@@ -842,7 +842,9 @@ def _mostly_repeats(repeats: Season, frame: pd.DataFrame, row: dict) -> bool:
     first, stop = row["first"], row["stop"]
     added = observed[first:stop].sum() - expected[first:stop].sum()
     bucket = frame["bucket"]
-    hours = ((bucket >= repeats.hours[first]) & (bucket < repeats.hours[stop - 1] + HOUR)).to_numpy()
+    hours = (
+        (bucket >= repeats.hours[first]) & (bucket < repeats.hours[stop - 1] + HOUR)
+    ).to_numpy()
     notes = frame.loc[_of(frame, row["keys"]) & hours, "notifications"].sum()
     extra = 1 - row["expected"] / row["events"] if row["events"] else 0.0  # of the jobs: added
     return bool(added >= LOOP_SHARE * notes * extra)
