@@ -73,7 +73,9 @@ departs from it is) when its send occasions (below) depart too and it adds more 
 (`volume._usual_burst`: a campaign most weeks on whichever day and hour; a baseline's
 weeks count too when the window makes its own season, `season.Season.earlier`), or its repeats
 (notifications beyond one per subscriber: a loop for a few people, where the group triggers in
-most minutes already, whatever its size) depart, or its busiest hour sends more than twice the
+most minutes already, whatever its size) depart and make at least `volume.LOOP_SHARE` of the
+notifications it added (`volume._mostly_repeats`: a payday's deposit wave reaches new people, a
+few of them twice; a loop the same people again), or its busiest hour sends more than twice the
 group's busiest in the history (`volume.triggered`: a
 fan-out sent at once is one occasion, once per subscriber, and makes a tail heavier than its
 variance says); a workflow's spike short of two of the window's busiest hours only when its repeats
@@ -167,7 +169,9 @@ drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at
 ``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers, and
 when half its events or more are one subscriber's, its p-value is the larger of its own and its
 own without them (`detect._most_hit`: one person's dead token re-triggered by a loop is no
-incident). A
+incident). A failure row whose subscribers had mostly failed with its error code on its provider
+earlier in the window is none (`detect._standing`: mailboxes that do not exist, sent many emails
+in an afternoon, are how those addresses are, not an incident). A
 group's next best period apart from those found is tested the same way (up to 4 per group), so
 separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
 
