@@ -260,7 +260,7 @@ def find_incidents(
         bursts = [row for row in spikes if id(row) not in kept]
     moved = volume.at_the_same_time(seasonal, moved)
     # a spike's load: the spike's row; a burst's that is no spike: none
-    rows = volume.slowed_by_spikes(seasonal, rows, moved + bursts)
+    rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip

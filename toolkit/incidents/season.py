@@ -21,6 +21,7 @@ with that mean and variance (`toolkit.incidents.scan.count_p_value`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -252,7 +253,8 @@ def _earlier(history: pd.DataFrame, keys: list[tuple], span: tuple, gaps, start:
     weeks beginning at ``start`` (the last may lack the partial hour ``span`` ends in), those
     touching ``gaps`` left out."""
     week = WEEK * HOUR
-    end = start - max(0, -(-(start - span[1].ceil(HOUR)) // week)) * week
+    back = max(0, math.ceil((start - span[1].ceil(HOUR)) / week))  # weeks back to the span's end
+    end = start - back * week
     weeks = max(0, (end - span[0].floor(HOUR)) // week)
     if not weeks:
         return None

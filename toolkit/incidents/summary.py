@@ -205,7 +205,8 @@ def _limited(row: dict) -> str:
     """An error spike of a rate limit a spike's load made, mid-sentence: "Amazon SES email
     sends rate limited (2%, error Throttling)"."""
     code = row["keys"].get("error_code") or row.get("cause")
-    return f"{_sends(row['keys'])} rate limited ({row['rate']:.0%}{f', error {code}' * bool(code)})"
+    error = f", error {code}" if code else ""
+    return f"{_sends(row['keys'])} rate limited ({row['rate']:.0%}{error})"
 
 
 def _listed(names: list[str]) -> str:
@@ -252,12 +253,12 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
         )
         if "level" not in row:
             text += " (compared with the rest of the window: no seasonal baseline)"
-        if row.get("slowed"):  # sends its load slowed (`volume.slowed_by_spikes`)
+        if row.get("slowed"):  # sends its load slowed (`volume.loaded_by_spikes`)
             text += ", and its load slowed " + _listed([
                 f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95; 90% usually under "
                 f"{slow['slow_above']:,.1f} s)"
                 for slow in row["slowed"]])  # fmt: skip
-        if row.get("limited"):  # sends its load had rate limited (`volume.slowed_by_spikes`)
+        if row.get("limited"):  # sends its load had rate limited (`volume.loaded_by_spikes`)
             text += ", and its load had " + _listed([_limited(limit) for limit in row["limited"]])
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"

@@ -19,7 +19,7 @@ weeks on whichever day), or a fan-out larger than any its group made (`triggered
 repeats (a loop) is kept whatever its size; a workflow's spike short of two of the window's busiest
 hours, only a spike of repeats (a loop). A row of its group's usual traffic an hour off (summer
 time's end) is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
-sending through its provider, at most a few times slower, is the spike's (`slowed_by_spikes`: its
+sending through its provider, at most a few times slower, is the spike's (`loaded_by_spikes`: its
 load slowed the sends), and so is a rate limit on a few of its sends, or none when the spike is a
 burst that is none. A row's expected jobs are
 at its day's level (`_level`) and, for a channel or provider whose workflows keep triggering,
@@ -81,10 +81,10 @@ DAY = 24
 LOADED = 0.5
 #: The most times its providers' usual slow threshold (p95 over the usual p90) a spike's load
 #: makes their sends: a queue's wait; a provider slower still has a cause of its own
-#: (`slowed_by_spikes`).
+#: (`loaded_by_spikes`).
 LOAD_SLOWS = 3.0
 #: The largest share of a provider's sends a spike's load makes it rate limit: a busy hour's
-#: few; a provider limiting more has a cause of its own (`slowed_by_spikes`).
+#: few; a provider limiting more has a cause of its own (`loaded_by_spikes`).
 LOAD_LIMITS = 0.2
 #: How many times the most its group ever sent (at its busiest hour, `_larger_than_any`) or
 #: added (over as many hours, `_usual_burst`) a spike must send or add: a group's bursts
@@ -589,7 +589,7 @@ def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
     return [row for row in rows if not _carried(season, row, rows)]
 
 
-def slowed_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
+def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
     """``rows`` without each latency degradation, or error spike of a rate limit (``throttled``),
     mostly at the time of a spike (of ``moved``: at least `LOADED` of its period) of a group
     that sends through its provider: the spike's load slowed (rate limited) the provider's
