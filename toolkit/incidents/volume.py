@@ -16,7 +16,8 @@ least half as much less than expected (over the hours after the one the traffic 
 more than its group did over as many hours in each week of the season's history (`_beyond_history`)
 and is a spike of send occasions too adding more than its group's usual bursts did (a campaign most
 weeks on whichever day), or a fan-out larger than any its group made (`triggered`); a spike of
-repeats (a loop) is kept whatever its size; a workflow's spike short of two of the window's busiest
+repeats that are a good share of what it added (a loop: `_mostly_repeats`) is kept whatever its
+size; a workflow's spike short of two of the window's busiest
 hours, only a spike of repeats (a loop). A row of its group's usual traffic an hour off (summer
 time's end) is none (`an_hour_off`). A latency degradation mostly at the time of a spike of a group
 sending through its provider, at most a few times slower, is the spike's (`loaded_by_spikes`: its
@@ -809,8 +810,8 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
     A spike of occasions that adds no more than its group's usual bursts do (`_usual_burst`: a
-    campaign most weeks, on whichever day) is none either; a spike of repeats (a loop) is kept
-    whatever its size. With a history of counts only (no occasions), every spike but a small
+    campaign most weeks, on whichever day) is none either; a spike of repeats (a loop: they
+    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size. With a history of counts only (no occasions), every spike but a small
     one or a usual burst stays. A ``small`` spike (fewer than two of the window's busiest
     hours) is kept only as a spike of repeats: a loop; a small workflow's burst at a quiet hour
     is neither larger than it is nor many more triggers."""
