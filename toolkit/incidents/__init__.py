@@ -169,9 +169,10 @@ drop: that many expected), a rate ``min_ratio`` times the baseline's (volume: at
 ``1 / min_ratio`` of it); a row also needs events of ``min_failed`` different subscribers, and
 when half its events or more are one subscriber's, its p-value is the larger of its own and its
 own without them (`detect._most_hit`: one person's dead token re-triggered by a loop is no
-incident). A failure row whose subscribers had mostly failed with its error code on its provider
-earlier in the window is none (`detect._standing`: mailboxes that do not exist, sent many emails
-in an afternoon, are how those addresses are, not an incident). A
+incident). An error code's row whose subscribers had mostly failed with that code on its provider
+in the week before it (in the window) is none, nor a provider's or domain's row of the same
+failures (`detect._standing`: mailboxes that do not exist, sent many emails in an afternoon, are
+how those addresses are, not an incident). A
 group's next best period apart from those found is tested the same way (up to 4 per group), so
 separate incidents of one provider are separate rows, and adjacent bad buckets are one period.
 

@@ -67,6 +67,7 @@ SCANS_OF = {
 VOLUME = frozenset(("volume_drop", "volume_spike", "traffic_shift"))
 #: Which kind wins when two rows are one incident (first wins); see the package docstring.
 PRECEDENCE = (
+    "standing",  # people already failing so (`_standing`): it claims its jobs, and is no row
     "domain_bounces",
     "stale_credentials",
     "provider_outage",
@@ -77,6 +78,9 @@ PRECEDENCE = (
 )
 #: How much history a Store baseline is asked for (weeks before the window).
 HISTORY = pd.Timedelta(days=28)
+#: How long before a failure row its subscribers' failures with its code are looked for: a
+#: week of them is their standing state (`_standing`).
+STANDING = pd.Timedelta(days=7)
 #: The columns of the jobs fetched to see whether an error row's subscribers succeed again.
 AGAIN = ("job_id", "channel", "provider_id", "subscriber_id", "scan_at", "met_failure",
          "error_code")  # fmt: skip
@@ -774,21 +778,26 @@ class _Found:
     def sent_again(self, rows: list[dict]) -> None:
         """Fetch, for each failure row, the window's jobs of its (channel, provider) to the
         subscribers it hit (`AGAIN`): from its start on (``row["again"]``: whether they succeed
-        again) and before (``row["before"]``: whether they already failed so). One query:
-        each pair's jobs to any subscriber its rows hit."""
-        rows = [row for row in rows if row["scan"] in ("code", "provider", "domain")]
+        again) and in the `STANDING` before it (``row["before"]``: whether they already failed
+        so). One query: each pair's jobs from `STANDING` before its rows' earliest start, to
+        any subscriber its rows hit."""
+        rows = [row for row in rows if row["scan"] == "code"]
         hit = [self.jobs["subscriber_id"].iloc[row["affected"]].dropna().unique() for row in rows]
-        pairs = {(row["keys"]["channel"], row["keys"]["provider_id"]) for row in rows}
+        pairs: dict[tuple, pd.Timestamp] = {}  # each pair's rows' earliest start
+        for row in rows:
+            pair = (row["keys"]["channel"], row["keys"]["provider_id"])
+            pairs[pair] = min(pairs.get(pair, row["start"]), row["start"])
         if not pairs:
             return
         people = sorted(set().union(*hit))
-        fetched = self._rows([{"channel": channel, "provider_id": provider}
-                              for channel, provider in sorted(pairs)],
+        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (start - STANDING, None)}
+                              for (channel, provider), start in sorted(pairs.items())],
                              among=("subscriber_id", people), columns=AGAIN)  # fmt: skip
         for row, people in zip(rows, hit, strict=True):
             mine = _pair_is(fetched, row["keys"]) & fetched["subscriber_id"].isin(people).to_numpy()
             later = fetched["at"].ge(row["start"]).to_numpy()
-            row["again"], row["before"] = fetched[mine & later], fetched[mine & ~later]
+            near = fetched["at"].ge(row["start"] - STANDING).to_numpy()
+            row["again"], row["before"] = fetched[mine & later], fetched[mine & near & ~later]
 
     def failure_payloads(self, job_ids: list[str]) -> dict[str, str]:
         """The provider's own payload of each job's last Failed attempt."""
@@ -921,9 +930,11 @@ def _one_per_incident(found: _Found, candidates, wanted, outage_rate, min_failed
         slow = row["events_at"] if row["scan"] == "latency" else affected
         if len(slow) and claimed[slow].sum() >= MOST * len(slow):
             continue  # slow because a kept row's failures were retried: that row's cause
+        claimed[affected] = True
+        if row["kind"] == "standing":
+            continue  # its provider's or domain's row of the same failures is none either
         row["kind"] = row["kind"].split(":")[0]
         kept.append(row)
-        claimed[affected] = True
     # the kinds asked select rows once they are one per cause: they do not change them
     return [row for row in _one_per_domain(kept, found.jobs) if row["kind"] in wanted]
 
@@ -1091,7 +1102,7 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         return "latency_degradation" if row["p95"] >= tables.SLOWER * row["slow_above"] else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if _standing(row, hit):
-        return None
+        return "standing"
     throttled = row["throttled"] = _rate_limited(
         row.get("cause") or row["keys"].get("error_code"), hit
     )
@@ -1119,11 +1130,11 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 
 def _standing(row: dict, hit: pd.DataFrame) -> bool:
     """Whether most of the subscribers a failure row hit had already failed with its cause (an
-    error code) on its provider before it began (in the window): their standing state (a
-    mailbox that does not exist, an app uninstalled), no incident."""
-    before, code = row["before"], row["cause"]
+    error code) on its provider in the `STANDING` before it began (in the window): their
+    standing state (a mailbox that does not exist, an app uninstalled), no incident."""
+    before, code = row.get("before"), row["cause"]
     people = hit["subscriber_id"].dropna().unique()
-    if code is None or not len(people):
+    if before is None or not len(people):
         return False
     failed = before.loc[before["met_failure"] & before["error_code"].eq(code), "subscriber_id"]
     return bool(np.isin(people, failed.unique()).mean() >= MOST)
