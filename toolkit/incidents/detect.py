@@ -790,7 +790,8 @@ class _Found:
         if not pairs:
             return
         people = sorted(set().union(*hit))
-        fetched = self._rows([{"channel": channel, "provider_id": provider, "at": (start - STANDING, None)}
+        fetched = self._rows([{"channel": channel, "provider_id": provider,
+                               "at": (start - STANDING, None)}
                               for (channel, provider), start in sorted(pairs.items())],
                              among=("subscriber_id", people), columns=AGAIN)  # fmt: skip
         for row, people in zip(rows, hit, strict=True):

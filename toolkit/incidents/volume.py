@@ -811,10 +811,11 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
     A spike of occasions that adds no more than its group's usual bursts do (`_usual_burst`: a
     campaign most weeks, on whichever day) is none either; a spike of repeats (a loop: they
-    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size. With a history of counts only (no occasions), every spike but a small
-    one or a usual burst stays. A ``small`` spike (fewer than two of the window's busiest
-    hours) is kept only as a spike of repeats: a loop; a small workflow's burst at a quiet hour
-    is neither larger than it is nor many more triggers."""
+    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size.
+    With a history of counts only (no occasions), every spike but a small one or a usual burst
+    stays. A ``small`` spike (fewer than two of the window's busiest hours) is kept only as a
+    spike of repeats: a loop; a small workflow's burst at a quiet hour is neither larger than
+    it is nor many more triggers."""
     levels: dict[str, list[dict]] = {}
     for row in spikes:
         levels.setdefault(row["level"], []).append(row["keys"])
