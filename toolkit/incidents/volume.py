@@ -811,8 +811,8 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
     A spike of occasions that adds no more than its group's usual bursts do (`_usual_burst`: a
     campaign most weeks, on whichever day) is none either; a spike of repeats (a loop: they
-    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size.
-    With a history of counts only (no occasions), every spike but a small one or a usual burst
+    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size,
+    and is the only spike of a group its history never saw send (`_sent_before`). With a history of counts only (no occasions), every spike but a small one or a usual burst
     stays. A ``small`` spike (fewer than two of the window's busiest hours) is kept only as a
     spike of repeats: a loop; a small workflow's burst at a quiet hour is neither larger than
     it is nor many more triggers."""
@@ -828,11 +828,19 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
                 kept.append(row)
             continue
         loop = _spike_of(repeats, row, alpha) and _mostly_repeats(repeats, frame, row)
-        larger = not row["small"] and _larger_than_any(season, row)
-        more = not row["small"] and not _usual_burst(season, row) and _spike_of(sent, row, alpha)
+        sized = not row["small"] and _sent_before(season, row)
+        larger = sized and _larger_than_any(season, row)
+        more = sized and not _usual_burst(season, row) and _spike_of(sent, row, alpha)
         if loop or larger or more:
             kept.append(row)
     return kept
+
+
+def _sent_before(season: Season, row: dict) -> bool:
+    """Whether a spike ``row``'s group sent anything in its history (`_history_weeks`): one
+    that never did (a monthly statement the history is too short to hold, a new workflow's
+    first broadcast) has no usual size to be larger than, and is a spike only as a loop."""
+    return bool(_history_weeks(season, row).sum() > 0)
 
 
 def _mostly_repeats(repeats: Season, frame: pd.DataFrame, row: dict) -> bool:
