@@ -86,21 +86,21 @@ def test_a_workflow_that_stops_fires_on_polls_off_the_hour(tmp_path):
 
 
 def test_each_workflow_s_own_row_is_its_own_alert():
-    # seed 3: a campaign's workflow sends ten times its usual (a spike, no channel or provider
-    # of its own), and two days later, while its alert still fires, another workflow stops
+    # seed 3: a runaway loop re-triggers a workflow (a spike, no channel or provider of its
+    # own), and ten days later, while its alert still fires, another workflow stops
     now = pd.Timestamp("2026-11-01T12:00:00Z")
     traffic = shaped_traffic(3, now)
     alerts = Alerts(resolve_after=1000)
-    for at in (pd.Timestamp("2026-10-28T03:00:00Z"), pd.Timestamp("2026-10-30T11:00:00Z")):
+    for at in (pd.Timestamp("2026-10-20T00:00:00Z"), pd.Timestamp("2026-10-30T11:00:00Z")):
         after = at - KEEP
         found = find_incidents(traffic.window(after, at)[0],
                                baseline=traffic.window(after - HISTORY, after)[0])  # fmt: skip
         alerts.evaluate(found, at.to_pydatetime())
-    campaign, stop = (next(i for i in traffic.planted if i["kind"] == kind and i["workflow"])
-                      for kind in ("campaign", "volume_drop"))  # fmt: skip
+    loop, stop = (next(i for i in traffic.planted if i["kind"] == kind and i["workflow"])
+                  for kind in ("volume_spike", "volume_drop"))  # fmt: skip
     workflows = alerts.frame.dropna(subset=["workflow"])
     assert workflows[["kind", "workflow"]].values.tolist() == [
-        ["volume_spike", campaign["workflow"]],
+        ["volume_spike", loop["workflow"]],
         ["volume_drop", stop["workflow"]],
     ]
     assert workflows["channel"].isna().all() and workflows["provider_id"].isna().all()
