@@ -66,7 +66,7 @@ def test_the_slow_count_against_hand_counted_jobs():
         "slow": 1,
     }
     assert used.to_dict("records") == [
-        {"channel": "email", "provider_id": "sendgrid", "slow_above": threshold}
+        {"channel": "email", "provider_id": "sendgrid", "workflow": None, "slow_above": threshold}
     ]
     # the threshold read in the same pass from the window's histogram: the same counts
     _, _, histogram = counts.scan_window(activity)
@@ -76,6 +76,50 @@ def test_the_slow_count_against_hand_counted_jobs():
     stricter = reference.assign(slow_above=35.0)  # a baseline's threshold: three are slower
     table, _ = counts.scan_counts(activity, grid=grid, slow_above=stricter)
     assert table["slow"].sum() == 3 and set(table["bucket"]) == {0}
+
+
+def _sent(n: int, workflow: str, seconds: float) -> dict:
+    """Notification ``n`` of ``workflow``: one email job sent ``seconds`` after its first
+    execution detail."""
+    record = _notification(n, _job(f"j{n}", "email", "sendgrid", "completed",
+                                   _detail(f"q{n}", n, "Pending"),
+                                   _detail(f"s{n}", n + seconds, "Success")))  # fmt: skip
+    record["template"] = {"_id": workflow, "name": workflow, "triggers": [{"identifier": workflow}]}
+    return record
+
+
+def test_a_workflow_of_enough_sends_is_slow_against_its_own_sends():
+    # 150 statements taking 300-449 s (a batch's queue), 150 alerts taking 1-150 s, 20 resets
+    # taking 10-200 s: the statements and the alerts have thresholds of their own, the resets
+    # (fewer than WORKFLOW_SENDS) the pair's; a tenth of each own workflow's sends is slow
+    sends = {"statement": 300.0 + np.arange(150), "alert": 1.0 + np.arange(150),
+             "reset": 10.0 * (1 + np.arange(20))}  # fmt: skip
+    records, n = [], 0
+    for workflow, seconds in sends.items():
+        for value in seconds:
+            n += 1
+            records.append(_sent(n, workflow, float(value)))
+    activity = activity_frames(records)
+    thresholds = counts.slow_thresholds(activity)
+    every = np.concatenate(list(sends.values()))
+    expected = {None: np.percentile(every, 90), "statement": np.percentile(sends["statement"], 90),
+                "alert": np.percentile(sends["alert"], 90)}  # fmt: skip
+    assert dict(zip(thresholds["workflow"], thresholds["slow_above"], strict=True)) == pytest.approx(expected)  # fmt: skip
+    above = {name: expected.get(name, expected[None]) for name in sends}
+    slow = sum(int((seconds > above[name]).sum()) for name, seconds in sends.items())
+    assert slow == 15 + 15 + 0  # the resets, all under the pair's threshold (the statements')
+    grid = (T0, pd.Timedelta("1h"), 2)
+    table, used = counts.scan_counts(activity, grid=grid, slow_above=thresholds)
+    assert table["slow"].sum() == slow
+    pd.testing.assert_frame_equal(used, thresholds)
+    # read in the same pass from the window's histogram: the same thresholds and counts
+    _, _, histogram = counts.scan_window(activity)
+    same, read = counts.scan_counts(activity, grid=grid, slow_above=histogram, quantile=0.9)
+    pd.testing.assert_frame_equal(same, table)
+    pd.testing.assert_frame_equal(read, thresholds)
+    # each job's own threshold in the rows fetched
+    rows = counts.scanned_job_rows(activity, slow_above=thresholds, where=[{}]).to_pandas()
+    assert int(rows["slow"].sum()) == slow
 
 
 def test_a_store_window_without_rows_is_an_empty_frame_with_a_reason(store_path):

@@ -453,6 +453,50 @@ def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     assert found["provider_id"].iloc[0] == provider
 
 
+def _busiest_pair(week):
+    """The provider most of ``week``'s sends (in-app aside) went through, and its busiest
+    workflow there."""
+    jobs = week.jobs[week.jobs["type"].ne("in_app")]
+    provider = jobs["provider_id"].value_counts().index[0]
+    flows = week.notifications.set_index("notification_id")["workflow_identifier"]
+    mine = jobs.loc[jobs["provider_id"].eq(provider), "notification_id"]
+    return provider, flows.reindex(mine).value_counts().index[0]
+
+
+def test_a_provider_slower_for_its_quick_workflows_while_its_batch_sends_is_a_slowdown():
+    # the provider's busiest workflow queues by design (thirty times as long as the others, in
+    # the history too), so the provider's 90th percentile is the batch's; three times as slow
+    # for four hours leaves the other workflows' sends under it, but above their own
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    provider, workflow = _busiest_pair(week)
+    week, history = (queued(one, provider, workflow, 30) for one in (week, history))
+    slow = week
+    for hour in [pd.Timestamp("2026-10-29T15:00:00Z") + n * HOUR for n in range(4)]:
+        slow = slowed(slow, provider, hour, 3.0)
+    found = find_incidents(slow, baseline=history)
+    rows = found[found["kind"].eq("latency_degradation")]
+    assert list(rows["provider_id"]) == [provider], list(found["summary"])
+    assert "longer than 90% of their workflow's usually do" in rows.iloc[0]["summary"]
+
+
+def test_a_workflows_own_burst_queueing_its_sends_is_no_slowdown():
+    # the provider's busiest workflow sends a burst to 3,000 people on a Wednesday afternoon
+    # whose sends queue eight times as long as its others: its own sends are slow, the
+    # provider is not slower for the rest (its spike may be a row; a slowdown is none)
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    provider, workflow = _busiest_pair(week)
+    people = week.notifications.drop_duplicates("subscriber_id")
+    start = pd.Timestamp("2026-10-28T14:10:00Z")
+    burst = looped(week, workflow, start, min(3000, len(people)), people, once=True)
+    notes, jobs = burst.notifications, burst.jobs
+    added = notes["notification_id"].str.startswith(f"loop-{start:%m%d%H%M}-")
+    mine = jobs["provider_id"].eq(provider) & jobs["notification_id"].isin(notes.loc[added, "notification_id"])  # fmt: skip
+    found = find_incidents(_later(burst, mine, 8), baseline=history)
+    assert not found["kind"].eq("latency_degradation").any(), list(found["summary"])
+
+
 def test_a_batch_whose_sends_always_queue_is_no_slowdown_a_provider_slower_for_all_is():
     # a small workflow whose sends queue by design (thirty times as long as the provider's
     # others, in the history too) sends a batch on a Wednesday afternoon, three times the provider's

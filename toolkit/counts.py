@@ -49,6 +49,7 @@ __all__ = [
     "scan_reference",
     "scan_window",
     "scanned_job_rows",
+    "slow_thresholds",
     "sent_counts",
     "notification_count",
     "notification_statuses",
@@ -152,8 +153,10 @@ COUNTS = {
 }
 
 #: Delivery jobs as the incident finder scans them (`toolkit.incidents`), from
-#: ``delivery_jobs`` and ``slow_above`` (each (channel, provider_id)'s threshold of
-#: ``time_to_send_s``): ``scan_at`` (when it starts: its first execution detail, else its trigger) and its flags: ``met_failure`` (a Failed attempt), ``tried`` (finished, failed or met a
+#: ``delivery_jobs`` and ``slow_above`` (thresholds of ``time_to_send_s``: a workflow's own
+#: through its (channel, provider_id), else the pair's, `WORKFLOW_SENDS`): ``scan_at`` (when it
+#: starts: its first execution detail, else its trigger), its threshold (``slow_above``) and its
+#: flags: ``met_failure`` (a Failed attempt), ``tried`` (finished, failed or met a
 #: failure), ``retried`` (two Failed attempts, or one and still in flight), ``attempted``
 #: (finished, failed or in flight: not skipped nor canceled) and ``slow`` (sent above its
 #: threshold).
@@ -163,10 +166,24 @@ SELECT j.*, coalesce(j.started_at, j.triggered_at) AS scan_at,
        (j.outcome IN ('finished', 'failed') OR j.failed_attempts > 0) AS tried,
        (j.failed_attempts >= 2 OR (j.failed_attempts > 0 AND j.outcome = 'in_flight')) AS retried,
        j.outcome IN ('finished', 'failed', 'in_flight') AS attempted,
-       coalesce(j.time_to_send_s > t.slow_above, false) AS slow
+       coalesce(w.slow_above, t.slow_above) AS slow_above,
+       coalesce(j.time_to_send_s > coalesce(w.slow_above, t.slow_above), false) AS slow
 FROM delivery_jobs j
 LEFT JOIN slow_above t ON j.channel = t.channel AND j.provider_id = t.provider_id
+     AND t.workflow IS NULL
+LEFT JOIN slow_above w ON j.channel = w.channel AND j.provider_id = w.provider_id
+     AND j.workflow = w.workflow
 """
+
+#: The fewest timed sends of a workflow through a (channel, provider_id), in the jobs its slow
+#: threshold is read from, for a threshold of its own: a batch whose sends queue by design (a
+#: monthly statement's minute) is slow against its own sends, not against a card alert's
+#: second, and a slowdown of the provider slows each workflow past its own. A workflow with
+#: fewer takes the pair's.
+WORKFLOW_SENDS = 100
+#: The columns of a table of slow thresholds (``workflow`` missing: the pair's).
+THRESHOLDS = ["channel", "provider_id", "workflow", "slow_above"]
+_PAIR, _OWN = ["channel", "provider_id"], ["channel", "provider_id", "workflow"]
 
 #: What the incident finder's scans count per bucket and group (`scan_counts`), over
 #: `SCANNED_JOBS`: the jobs tried and those of them that met a failure, the jobs sent
@@ -785,11 +802,43 @@ def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.
     return _with_timings(frame, timings, pair)
 
 
+def slow_thresholds(source: Any, *, after=None, before=None, quantile: float = 0.9) -> pd.DataFrame:
+    """`THRESHOLDS` of the window's delivery jobs: each (channel, provider_id)'s ``quantile`` of
+    ``time_to_send_s`` (``workflow`` missing), and each workflow's own through it where it sent
+    at least `WORKFLOW_SENDS` (linear interpolation): the slow thresholds of `SCANNED_JOBS`."""
+    with _window_of(source, after, before) as (rel, start, end):
+        hist = _window_pass(source, rel, start, end, None)[2]
+        jobs = f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
+        timings = percentiles(lambda sql: rel.query(jobs + sql), _OWN, [_PAIR, _OWN], "time_to_send_s", {"slow_above": float(quantile)}, _literal, hist=hist)  # fmt: skip
+    return _thresholds(timings, _own_groups(hist))
+
+
+def _own_groups(hist: pd.DataFrame) -> set[tuple]:
+    """The (channel, provider_id, workflow) of a histogram of `scan_window` that sent at least
+    `WORKFLOW_SENDS`: those with a slow threshold of their own."""
+    sent = hist.groupby(_OWN, sort=False)["c"].sum()
+    return {key for key, count in sent.items() if count >= WORKFLOW_SENDS and None not in key}
+
+
+def _thresholds(timings: list[pd.DataFrame], own: set[tuple]) -> pd.DataFrame:
+    """`THRESHOLDS` from `toolkit.percentiles` frames of the pairs and of their workflows (those
+    of ``own`` kept)."""
+    pairs, workflows = (frame.itertuples(index=False, name=None) for frame in timings)
+    rows = [(c, p, None, at) for c, p, at in pairs]
+    return _threshold_frame(rows + [row for row in workflows if row[:3] in own])
+
+
+def _threshold_frame(rows: list[tuple]) -> pd.DataFrame:
+    """`THRESHOLDS` of ``(channel, provider_id, workflow or None, slow_above)`` rows."""
+    return pd.DataFrame(rows, columns=THRESHOLDS, dtype=object).astype({"slow_above": "float64"})
+
+
 def scan_window(
     source: Any, *, after=None, before=None, by: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
-    """`scan_reference` but its ``slow_above``; the pairs' histogram of ``time_to_send_s``
-    (``channel, provider_id, bin, c``: `toolkit.percentiles`, for `scan_counts`); with ``by``,
+    """`scan_reference` but its ``slow_above``; the histogram of ``time_to_send_s`` by pair and
+    workflow (``channel, provider_id, workflow, bin, c``: `toolkit.percentiles`, for
+    `scan_counts`); with ``by``,
     the delivery jobs of the window per hour and ``by`` (`delivery_counts`' ``bucket``, ``by``
     and ``jobs``). One pass over the delivery jobs (SQL grouping sets)."""
     with _window_of(source, after, before) as (rel, start, end):
@@ -801,7 +850,7 @@ def _window_pass(source, rel, start, end, by):
 
     pair = ["channel", "provider_id"]
     dimensions = None if by is None else _dimensions(by)
-    sets = [[*pair, "bin"], *([["bucket", *dimensions]] if by is not None else [])]
+    sets = [[*_OWN, "bin"], *([["bucket", *dimensions]] if by is not None else [])]
     keys = list(dict.fromkeys(key for one in sets for key in one))
     ends = ["first_at", "last_at", "first_trigger", "last_trigger"]
     columns = [
@@ -822,7 +871,7 @@ def _window_pass(source, rel, start, end, by):
         f" SELECT {', '.join(columns)} FROM ({binned}) binned GROUP BY GROUPING SETS ({grouped})"
     )
     binned = table if by is None else table.filter(pc.equal(table["_grouping_bucket"], 1))
-    hist = binned.filter(pc.is_valid(binned["bin"])).select([*pair, "bin", "c"]).to_pandas()
+    hist = binned.filter(pc.is_valid(binned["bin"])).select([*_OWN, "bin", "c"]).to_pandas()
     # each pair's figures, from its bins' (untimed jobs: a bin of their own, null)
     done = [("c", "sum"), *((name, "min" if name.startswith("first") else "max") for name in ends)]
     pairs = binned.select([*pair, "c", *ends]).group_by(pair, use_threads=False).aggregate(done)
@@ -854,67 +903,84 @@ def scan_counts(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
     ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
-    error_code, domain``, and the thresholds they were counted with (``channel, provider_id,
-    slow_above``).
+    error_code, domain``, and the thresholds they were counted with (`THRESHOLDS`).
 
-    ``slow_above``: each pair's threshold (`scan_reference`'s columns), or, with ``quantile``,
-    the histogram of `scan_window`, from which the pairs' ``quantile`` of ``time_to_send_s``
-    is read in the same pass. A job is slow when sent above its pair's threshold (a pair with
-    a missing provider has none): counted from the bins of `toolkit.percentiles`, all of a bin
-    above the threshold's, and of the threshold's bin (or, for a quantile, the two bins of its
-    ranks, nothing between) each value, compared with it."""
+    ``slow_above``: `THRESHOLDS` (a frame of `slow_thresholds`; one without ``workflow``: the
+    pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the ``quantile``
+    of ``time_to_send_s`` of each pair and of each workflow of `WORKFLOW_SENDS` through it is
+    read in the same pass. A job is slow when sent above its workflow's threshold, else its
+    pair's (a pair with a missing provider has none): counted from the bins of
+    `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin (or,
+    for a quantile, the two bins of its ranks, nothing between) each value, compared with it."""
     from toolkit.percentiles import bin_of, ranks, read
 
-    pair = ["channel", "provider_id"]
     if quantile is None:  # each known threshold's bin
-        known = [row for row in slow_above[[*pair, "slow_above"]].itertuples(index=False, name=None)
-                 if not pd.isna(row[1]) and not pd.isna(row[2])]  # fmt: skip
-        edges = {(c, p): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, at in known}
-    else:  # the bins of each pair's quantile ranks
-        wanted, fractions = ranks(slow_above.copy(), pair, [pair], {"slow_above": float(quantile)})
-        wanted = [one for one in wanted if None not in one[1]]
+        known = [(c, p, None if pd.isna(w) else w, at) for c, p, w, at
+                 in slow_above.reindex(columns=THRESHOLDS).itertuples(index=False, name=None)
+                 if not pd.isna(p) and not pd.isna(at)]  # fmt: skip
+        edges = {
+            (c, p, w): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, w, at in known
+        }
+    else:  # the bins of each pair's and own workflow's quantile ranks
+        own = _own_groups(slow_above)
+        wanted, fractions = ranks(
+            slow_above.copy(), _OWN, [_PAIR, _OWN], {"slow_above": float(quantile)}
+        )
+        wanted = [one for one in wanted
+                  if None not in one[1][:2] and (one[0] == 0 or one[1] in own)]  # fmt: skip
         ends: dict[tuple, dict[str, str]] = {}
-        for _, group, _, _, bin_, end in wanted:
-            ends.setdefault(group, {})[end] = f"CAST({bin_} AS BIGINT)"
+        for number, group, _, _, bin_, end in wanted:
+            ends.setdefault(group if number else (*group, None), {})[end] = (
+                f"CAST({bin_} AS BIGINT)"
+            )
         edges = {group: (end["low"], end["high"]) for group, end in ends.items()}
     bins = " UNION ALL ".join(
         f"SELECT {_literal(channel)} AS channel, {_literal(provider)} AS provider_id,"
+        f" {'CAST(NULL AS STRING)' if workflow is None else _literal(workflow)} AS workflow,"
         f" {low} AS low, {high} AS high"
-        for (channel, provider), (low, high) in edges.items()
+        for (channel, provider, workflow), (low, high) in edges.items()
     ) or (
         "SELECT CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
-        " CAST(NULL AS BIGINT) AS low, CAST(NULL AS BIGINT) AS high WHERE 1 = 0"
+        " CAST(NULL AS STRING) AS workflow, CAST(NULL AS BIGINT) AS low,"
+        " CAST(NULL AS BIGINT) AS high WHERE 1 = 0"
     )
     keys = ["channel", "provider_id", "error_code", "domain"]
-    near = "b.bin BETWEEN b.low AND b.high"
-    none = pd.DataFrame(columns=[*pair, "slow_above"])
+    near = "(b.bin BETWEEN b.pair_low AND b.pair_high OR b.bin BETWEEN b.own_low AND b.own_high)"
+    none = pd.DataFrame(columns=THRESHOLDS)
     with _window_of(source, after, before) as (rel, start, end):
         table = rel.query(
             f"{_scanned(source, rel, start, end, none)}, bins AS ({bins}), binned AS (SELECT s.*,"
             f" CASE WHEN s.time_to_send_s IS NOT NULL THEN {bin_of('s.time_to_send_s')} END AS bin,"
-            " t.low, t.high FROM scanned s LEFT JOIN bins t ON s.channel = t.channel AND"
-            f" s.provider_id = t.provider_id) SELECT {_bucket(AT, *grid)} AS bucket,"
+            " t.low AS pair_low, t.high AS pair_high, w.low AS own_low, w.high AS own_high"
+            " FROM scanned s LEFT JOIN bins t ON s.channel = t.channel AND"
+            " s.provider_id = t.provider_id AND t.workflow IS NULL LEFT JOIN bins w ON"
+            " s.channel = w.channel AND s.provider_id = w.provider_id AND s.workflow = w.workflow)"
+            f" SELECT {_bucket(AT, *grid)} AS bucket,"
             f" {', '.join(keys)}, CASE WHEN {near} THEN b.bin END AS near_bin,"
             f" CASE WHEN {near} THEN b.time_to_send_s END AS v,"
-            " coalesce(b.bin > b.high, false) AS above, "
+            f" CASE WHEN {near} AND b.own_low IS NOT NULL THEN b.workflow END AS near_workflow,"
+            " coalesce(b.bin > coalesce(b.own_high, b.pair_high), false) AS above, "
             + ", ".join(f"CAST({expr} AS BIGINT) AS {name}" for name, expr in SCAN_COUNTS.items())
-            + " FROM binned b GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
+            + " FROM binned b GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
         )
     frame = table.to_pandas()
-    for name in keys:
+    for name in (*keys, "near_workflow"):
         frame[name] = frame[name].astype("string")
     timed = frame[frame["near_bin"].notna().to_numpy()]
     if quantile is None:
-        thresholds = pd.DataFrame(known, columns=[*pair, "slow_above"])
-    else:  # each (pair, bin)'s values, sorted: the ranks' values
-        weights = timed.groupby([*pair, "near_bin", "v"])["sent"].sum().reset_index()  # by v
+        thresholds = _threshold_frame(known)
+    else:  # each (group, bin)'s values, sorted: the ranks' values
+        weights = timed.groupby([*_PAIR, "near_workflow", "near_bin", "v"], dropna=False)["sent"].sum().reset_index()  # fmt: skip
         v, sent = weights["v"].to_numpy("float64"), weights["sent"].to_numpy("int64")
-        values = {(0, (channel, provider), int(bin_)): np.repeat(v[rows], sent[rows])
-                  for (channel, provider, bin_), rows
-                  in weights.groupby([*pair, "near_bin"], sort=False).indices.items()}  # fmt: skip
-        thresholds = read([pair], {"slow_above": quantile}, wanted, fractions, values)[0]
-    at = dict(zip(zip(thresholds["channel"], thresholds["provider_id"], strict=True), thresholds["slow_above"], strict=True))  # fmt: skip
-    limit = np.array([at.get(key, np.inf) for key in zip(timed["channel"], timed["provider_id"], strict=True)], dtype="float64")  # fmt: skip
+        values = {}
+        for number, grouping in enumerate(([*_PAIR, "near_bin"], ["channel", "provider_id", "near_workflow", "near_bin"])):  # fmt: skip
+            for key, rows in weights.groupby(grouping, sort=False).indices.items():
+                values[(number, tuple(key[:-1]), int(key[-1]))] = np.repeat(v[rows], sent[rows])
+        thresholds = _thresholds(read([_PAIR, _OWN], {"slow_above": quantile}, wanted, fractions, values), own)  # fmt: skip
+    at = {(c, p, None if pd.isna(w) else w): limit for c, p, w, limit
+          in thresholds.itertuples(index=False, name=None)}  # fmt: skip
+    workflow = timed["near_workflow"].to_numpy(dtype=object, na_value=None)
+    limit = np.array([at.get(key, np.inf) for key in zip(timed["channel"], timed["provider_id"], workflow, strict=True)], dtype="float64")  # fmt: skip
     slow = frame["above"].to_numpy(bool).copy()
     slow[np.flatnonzero(frame["near_bin"].notna().to_numpy())] = (
         timed["v"].to_numpy("float64") > limit
@@ -961,7 +1027,7 @@ def sent_counts(
     finished, failed or in flight) per channel and per (channel, provider_id): rows of
     ``bucket, channel, provider_id, notifications`` (``channel`` and ``provider_id`` missing:
     all notifications; ``provider_id`` missing and ``level`` "channel": per channel)."""
-    empty = pd.DataFrame(columns=["channel", "provider_id", "slow_above"])
+    empty = pd.DataFrame(columns=THRESHOLDS)
     with _window_of(source, after, before) as (rel, start, end):
         window = f"unix_micros(created_at) BETWEEN {_micros(start, -(2**62))} AND {_micros(end, 2**62)}"  # fmt: skip
         sent = f"{_bucket('triggered_at', *grid)} AS bucket"
@@ -1260,14 +1326,16 @@ def _scanned(source, rel, start, end, slow_above: pd.DataFrame) -> str:
     """The ``WITH`` clause defining ``scanned`` (`SCANNED_JOBS`) of the window, with the slow
     thresholds of ``slow_above`` inlined."""
     thresholds = [
-        f"SELECT {_literal(row.channel)} AS channel, {_literal(row.provider_id)}"
-        f" AS provider_id, CAST({float(row.slow_above)!r}E0 AS DOUBLE) AS slow_above"
-        for row in slow_above.itertuples()
-        if not pd.isna(row.provider_id) and not pd.isna(row.slow_above)
-    ] if len(slow_above) else []  # fmt: skip
+        f"SELECT {_literal(channel)} AS channel, {_literal(provider)} AS provider_id,"
+        f" {'CAST(NULL AS STRING)' if pd.isna(workflow) else _literal(workflow)} AS workflow,"
+        f" CAST({float(limit)!r}E0 AS DOUBLE) AS slow_above"
+        for channel, provider, workflow, limit
+        in slow_above.reindex(columns=THRESHOLDS).itertuples(index=False, name=None)
+        if not pd.isna(provider) and not pd.isna(limit)
+    ]  # fmt: skip
     thresholds = " UNION ALL ".join(thresholds) or (
         "SELECT CAST(NULL AS STRING) AS channel, CAST(NULL AS STRING) AS provider_id,"
-        " CAST(NULL AS DOUBLE) AS slow_above WHERE 1 = 0"
+        " CAST(NULL AS STRING) AS workflow, CAST(NULL AS DOUBLE) AS slow_above WHERE 1 = 0"
     )
     return (
         f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}), slow_above AS ({thresholds}),"

@@ -25,7 +25,10 @@ error_spike            (channel, provider, error code)       met a failure with 
 stale_credentials      (channel, provider, error code)       as error_spike
 domain_bounces         (email, provider, recipient domain)   met a failure / sent to the domain
 latency_degradation    (channel, provider)                   time to send above the baseline's
-                                                             90th percentile / sent
+                                                             90th percentile of its workflow
+                                                             (its pair's with fewer than
+                                                             `toolkit.counts.WORKFLOW_SENDS`)
+                                                             / sent
 volume_drop,           (channel), (channel, provider),       delivery jobs per hour against the
 volume_spike,          (workflow)                            seasonal baseline (below)
 traffic_shift
@@ -205,8 +208,12 @@ of its slow jobs are a kept row's failures: a retried error slows what it retrie
 half of its period lies within a volume_spike of a group that sends through its provider, its p95 at
 most three times the usual 90th percentile: the spike's load queued its sends, and the spike's row
 names the slowdown; a slowdown needs its p95 at least `tables.SLOWER` times the usual 90th
-percentile: more sends slower, under that, is a busy evening's queue; and more slow sends than
-its workflows usually have: a batch whose sends always queue is no slowdown, `mix`). A provider
+percentile (each send's own: its workflow's): more sends slower, under that, is a busy evening's
+queue; and more slow sends than
+its workflows usually have: a batch whose sends always queue is no slowdown, `mix`; and when most
+of its slow sends are one workflow's that sent more than `volume.LARGER` times its expected jobs
+through the provider in at least half its hours: that workflow's own burst, a deposit wave larger
+than its history held, queued them, `volume.queued_by_own_burst`). A provider
 rate limiting the sends (a code or message saying rate limit, throttled, too many requests, 429)
 is an error_spike at any rate, never an outage: it is up; on at most `volume.LOAD_LIMITS` of the
 sends, mostly within a volume_spike through the provider, the spike's load (named in its row). A

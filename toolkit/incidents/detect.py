@@ -265,6 +265,8 @@ def find_incidents(
     moved = volume.at_the_same_time(seasonal, moved)
     # a spike's load: the spike's row; a burst's that is no spike: none
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
+    if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
+        rows = volume.queued_by_own_burst(seasonal, rows)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
@@ -384,10 +386,11 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
     except ParameterError as error:
         raise ParameterError("baseline", error.value, error.allowed) from None
     given = engine_counts.Given(baseline)
-    reference = engine_counts.scan_reference(given, quantile=tables.SLOW_QUANTILE)
+    reference = engine_counts.scan_reference(given)
     at = pd.DatetimeIndex([reference["first_trigger"].min(), reference["last_trigger"].max()])
     counts = delivery_counts(given, by=season.CELL)
-    return given, reference, (counts, _span(baseline.attrs, at.dropna())), given
+    thresholds = engine_counts.slow_thresholds(given, quantile=tables.SLOW_QUANTILE)
+    return given, thresholds, (counts, _span(baseline.attrs, at.dropna())), given
 
 
 def _occasions(groups: dict, source, window, span, sends, history) -> dict:
@@ -1096,11 +1099,8 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["workflows"] = workflows.astype("string").value_counts().index.tolist()
         return "volume_drop"
     if scan == "latency":
-        row["p95"] = float(jobs["time_to_send_s"].iloc[row["affected"]].quantile(0.95))
-        usual = found.slow_above
-        pair = usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])  # fmt: skip
-        row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
-        return "latency_degradation" if row["p95"] >= tables.SLOWER * row["slow_above"] else None
+        _slowness(found, row)
+        return "latency_degradation" if row["slower"] >= tables.SLOWER else None
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if _standing(row, hit):
         return "standing"
@@ -1127,6 +1127,26 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
         row["base_rate"] = _provider_rate(found, row)
         return "provider_outage"
     return "stale_credentials" if _stale(row, hit) else "error_spike"
+
+
+def _slowness(found: _Found, row: dict) -> None:
+    """A latency row's sends: their ``p95`` time to send, the p95 of each one's time over its
+    slow threshold (``slower``: its workflow's, else its pair's), the pair's threshold
+    (``slow_above``), whether some sends had their workflow's (``own``), and the workflow most
+    of its slow sends are (``mostly``; None: none is)."""
+    jobs = found.jobs
+    sent = jobs[["time_to_send_s", "slow_above"]].iloc[row["affected"]]
+    row["p95"] = float(sent["time_to_send_s"].quantile(0.95))
+    row["slower"] = float((sent["time_to_send_s"] / sent["slow_above"]).quantile(0.95))
+    usual = found.slow_above
+    pair = (usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])
+            & usual["workflow"].isna())  # fmt: skip
+    row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
+    row["own"] = bool(sent["slow_above"].ne(row["slow_above"]).any())
+    slow = found.groups["latency"].members[row["group"]]
+    slow = slow[(slow >= row["first"]) & (slow <= row["last"])]
+    flows = jobs["workflow"].iloc[slow].value_counts()
+    row["mostly"] = flows.index[0] if len(flows) and flows.iloc[0] >= MOST * len(slow) else None
 
 
 def _standing(row: dict, hit: pd.DataFrame) -> bool:

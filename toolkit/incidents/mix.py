@@ -1,10 +1,13 @@
 """Slow sends against the workflows that sent them.
 
-A provider's slow threshold is one for all its sends (`toolkit.incidents.tables.SLOW_QUANTILE`
-of its time to send), but its workflows do not all take as long: a batch's thousands of sends
-(a monthly statement, a payday's deposit notices) queue by design, and take a minute where a
-card alert takes a second. A period in which a batch sends is then mostly slow sends with
-nothing wrong with the provider. A provider's slowdown slows every workflow's sends.
+A provider's workflows do not all take as long: a batch's thousands of sends (a monthly
+statement, a payday's deposit notices) queue by design, and take a minute where a card alert
+takes a second. A workflow of `toolkit.counts.WORKFLOW_SENDS` sends through the provider is slow
+against its own sends (its `toolkit.incidents.tables.SLOW_QUANTILE` of time to send), the others
+against the provider's, so that a period in which such a batch sends is no slowdown, and the
+provider slowed is: a slowdown slows every workflow past its own threshold. What the thresholds
+leave (a workflow's slow share apart from a tenth: a rare batch on the provider's threshold, a
+window whose hours differ from its baseline's) is weighed here.
 
 So a period's expected share of slow sends is that of its mix of workflows: each sent job is
 weighed by its workflow's usual slow share through the provider over the provider's (`Mix.of`:

@@ -265,6 +265,11 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
         if "likely" in row:
             impact += f" (likely {row['likely'][0]:,} to {row['likely'][1]:,})"
     else:
+        over = (
+            "longer than 90% of their workflow's usually do"
+            if row.get("own")
+            else f"over {row['slow_above']:,.1f} s"
+        )  # each workflow's own threshold, or one
         text = (f"{provider} {channel} took {row['p95']:,.1f} s to send (p95) {when}; {rate} of "
-                f"sends took over {row['slow_above']:,.1f} s (usually {usual})")  # fmt: skip
+                f"sends took {over} (usually {usual})")  # fmt: skip
     return f"{text}: {impact}."

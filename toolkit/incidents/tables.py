@@ -62,7 +62,7 @@ def job_table(rows: pd.DataFrame, grid: Grid) -> pd.DataFrame:
     detail, else their trigger), with their ``bucket``."""
     kept = ["job_id", "notification_id", "subscriber_id", "workflow", "channel", "provider_id",
             "ended_at", "error_code", "error_text", "domain", "at", "met_failure", "tried",
-            "retried", "attempted", "time_to_send_s", "slow"]  # fmt: skip
+            "retried", "attempted", "time_to_send_s", "slow_above", "slow"]  # fmt: skip
     table = rows[kept].assign(bucket=grid.of(rows["at"]))
     return _in_time_order(table)
 

@@ -613,10 +613,36 @@ def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     return kept
 
 
+def queued_by_own_burst(season: Season, rows: list[dict]) -> list[dict]:
+    """``rows`` without each latency degradation whose slow sends are mostly one workflow's
+    (``mostly``) that sent through the provider more than `LARGER` times its expected jobs in
+    at least `LOADED` of the row's hours: its own burst (a payday's deposit wave larger than its
+    history held) queued its sends, as a batch's do, and the provider is not slower for the
+    others. A slowdown that began well before the burst is the provider's."""
+    return [row for row in rows if not (row["kind"] == "latency_degradation"
+                                        and row.get("mostly") is not None
+                                        and _own_burst(season, row))]  # fmt: skip
+
+
+def _own_burst(season: Season, row: dict) -> bool:
+    """Whether the cell of ``row``'s provider and its ``mostly`` workflow sent more than
+    `LARGER` times its expected jobs in at least `LOADED` of the hours that ``row`` overlaps
+    wholly inside the window."""
+    cell = (row["keys"]["channel"], row["keys"]["provider_id"], row["mostly"])
+    if cell not in season.keys:
+        return False
+    at = season.keys.index(cell)
+    first = season.hours.searchsorted(row["start"].floor(HOUR))
+    period = slice(first, season.hours.searchsorted(row["end"], side="right"))
+    inside = season.inside[period]
+    observed, expected = season.observed[at, period][inside], season.expected[at, period][inside]
+    return bool(inside.any() and (observed > LARGER * expected).mean() >= LOADED)
+
+
 def _loaded(row: dict) -> bool:
     """Whether ``row`` is of a kind a load makes, no more than a load makes it."""
     if row["kind"] == "latency_degradation":
-        return row["p95"] <= LOAD_SLOWS * row["slow_above"]
+        return row["slower"] <= LOAD_SLOWS
     return row["kind"] == "error_spike" and row.get("throttled") and row["rate"] <= LOAD_LIMITS
 
 
