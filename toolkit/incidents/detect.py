@@ -266,7 +266,7 @@ def find_incidents(
     # a spike's load: the spike's row; a burst's that is no spike: none
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
     if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
-        rows = volume.queued_by_own_burst(seasonal, rows)
+        rows = volume.queued_by_own_burst(seasonal, rows, alpha)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
@@ -729,15 +729,29 @@ class _Found:
             if again >= MOST * events:
                 p = max(p, *(p_value((events - again) / phi, weight * (trials - mine.sum()) / trials,
                                      out_events / phi, out_trials) for weight in [weighed, *off]))  # fmt: skip
-        if name == "latency":  # mostly a workflow with no usual share of its own: the others'
-            mine, again = _most_hit(
-                table["workflow"], inside, in_hits & ~self.mix.known(table.iloc[inside])
-            )
-            if again >= MOST * events and (~mine).sum() >= rule.min_trials:
+        mostly = without = since = None  # the workflow most slow sends are: from, p without it
+        if name == "latency":
+
+            def others(hits: np.ndarray) -> tuple[Any, Any, float | None]:
+                """The workflow most (`MOST`) of ``hits`` are, its first send in the period, and
+                the period's p-value without its sends (None: the others sent fewer than
+                ``min_jobs``)."""
+                mine, again = _most_hit(table["workflow"], inside, hits)
+                if again < MOST * events:
+                    return None, None, None
+                first = inside[mine][0]
+                workflow, since = table["workflow"].iloc[first], table["at"].iloc[first]
+                if (~mine).sum() < rule.min_trials:
+                    return workflow, since, None
                 rest = [self.rates[name].weigh(pick.group, at[~mine], shift, mixed[~mine])
                         for shift in (pd.Timedelta(0), -hour, hour)]  # fmt: skip
-                p = max(p, *(p_value((events - again) / phi, weight, out_events / phi, out_trials)
-                             for weight in rest))  # fmt: skip
+                return workflow, since, max(p_value((events - again) / phi, weight,
+                                                    out_events / phi, out_trials) for weight in rest)  # fmt: skip
+
+            # mostly a workflow with no usual share of its own: the others'
+            alone = others(in_hits & ~self.mix.known(table.iloc[inside]))[2]
+            p = p if alone is None else max(p, alone)
+            mostly, since, without = others(in_hits)  # its own burst, or not (`volume`)
         row = {"scan": name, "group": group, "parent": parent, "scan_group": pick.group}
         if spec.low:
             ongoing = not self.later(row, last, events=True)
@@ -762,6 +776,9 @@ class _Found:
             "mixed": mixed is not None and abs(mixed.mean() - 1) > 0.1,
             "ongoing": bool(ongoing),
             "expected": trials * base_rate,
+            "mostly": mostly,
+            "mostly_since": since,
+            "without": None if without is None else min(1.0, tests * without),
         }
 
     def affected(self, row: dict) -> np.ndarray:
@@ -1132,8 +1149,7 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 def _slowness(found: _Found, row: dict) -> None:
     """A latency row's sends: their ``p95`` time to send, the p95 of each one's time over its
     slow threshold (``slower``: its workflow's, else its pair's), the pair's threshold
-    (``slow_above``), whether some sends had their workflow's (``own``), and the workflow most
-    of its slow sends are (``mostly``; None: none is)."""
+    (``slow_above``) and whether some sends had their workflow's (``own``)."""
     jobs = found.jobs
     sent = jobs[["time_to_send_s", "slow_above"]].iloc[row["affected"]]
     row["p95"] = float(sent["time_to_send_s"].quantile(0.95))
@@ -1143,10 +1159,6 @@ def _slowness(found: _Found, row: dict) -> None:
             & usual["workflow"].isna())  # fmt: skip
     row["slow_above"] = float(usual.loc[pair.fillna(False).to_numpy(), "slow_above"].iloc[0])
     row["own"] = bool(sent["slow_above"].ne(row["slow_above"]).any())
-    slow = found.groups["latency"].members[row["group"]]
-    slow = slow[(slow >= row["first"]) & (slow <= row["last"])]
-    flows = jobs["workflow"].iloc[slow].value_counts()
-    row["mostly"] = flows.index[0] if len(flows) and flows.iloc[0] >= MOST * len(slow) else None
 
 
 def _standing(row: dict, hit: pd.DataFrame) -> bool:

@@ -613,14 +613,17 @@ def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     return kept
 
 
-def queued_by_own_burst(season: Season, rows: list[dict]) -> list[dict]:
+def queued_by_own_burst(season: Season, rows: list[dict], alpha: float) -> list[dict]:
     """``rows`` without each latency degradation whose slow sends are mostly one workflow's
     (``mostly``) that sent through the provider more than `LARGER` times its expected jobs in
     at least `LOADED` of the row's hours: its own burst (a payday's deposit wave larger than its
-    history held) queued its sends, as a batch's do, and the provider is not slower for the
-    others. A slowdown that began well before the burst is the provider's."""
+    history held) queued its sends, as a batch's do. A slowdown that holds without that
+    workflow's sends (``without``: their p-value, at ``alpha``), or began well before them
+    (they are in less than `LOADED` of its period, from ``mostly_since``), is the provider's."""
     return [row for row in rows if not (row["kind"] == "latency_degradation"
                                         and row.get("mostly") is not None
+                                        and (row["without"] is None or row["without"] > alpha)
+                                        and _within(row, {"start": row["mostly_since"], "end": row["end"]}) >= LOADED
                                         and _own_burst(season, row))]  # fmt: skip
 
 
