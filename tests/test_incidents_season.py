@@ -23,11 +23,11 @@ HISTORY = pd.Timedelta(days=28)
 HOUR = pd.Timedelta(hours=1)
 
 
-def read(traffic, days: int, *, baseline: bool = True):
-    """The window of ``days`` ending at NOW, its planted incidents, and its incidents found
+def read(traffic, days: int, *, baseline: bool = True, now: pd.Timestamp = NOW):
+    """The window of ``days`` ending at ``now``, its planted incidents, and its incidents found
     with the four weeks before it as ``baseline=`` (a 28-day window: its own weeks)."""
-    after = NOW - pd.Timedelta(days=days)
-    activity, planted = traffic.window(after, NOW)
+    after = now - pd.Timedelta(days=days)
+    activity, planted = traffic.window(after, now)
     base = traffic.window(after - HISTORY, after)[0] if baseline and days < 28 else None
     return activity, planted, find_incidents(activity, baseline=base)
 
@@ -495,6 +495,18 @@ def test_a_workflows_own_burst_queueing_its_sends_is_no_slowdown():
     mine = jobs["provider_id"].eq(provider) & jobs["notification_id"].isin(notes.loc[added, "notification_id"])  # fmt: skip
     found = find_incidents(_later(burst, mine, 8), baseline=history)
     assert not found["kind"].eq("latency_degradation").any(), list(found["summary"])
+
+
+def test_a_slowdown_a_campaign_was_sent_into_is_the_providers():
+    # seed 2's week to Jul 4 18:45: an email provider twenty times as slow from 01:48 on a
+    # Sunday night, and a new workflow's campaign at 04:50 through it, most of the slow sends
+    # since: the night's few other sends were slow before it began, so it is no burst's queue
+    now = pd.Timestamp("2026-07-04T18:45:00Z")
+    activity, planted, found = read(shaped_traffic(2, now), 7, now=now)
+    slow, campaign = planted_of(planted, "latency_degradation"), planted_of(planted, "campaign")
+    assert slow["start"] < campaign["start"] < slow["end"]
+    rows = found[found["kind"].eq("latency_degradation")]
+    assert list(rows["provider_id"]) == [slow["provider_id"]], list(found["summary"])
 
 
 def test_a_batch_whose_sends_always_queue_is_no_slowdown_a_provider_slower_for_all_is():

@@ -213,7 +213,8 @@ queue; and more slow sends than
 its workflows usually have: a batch whose sends always queue is no slowdown, `mix`; and when most
 of its slow sends are one workflow's that sent more than `volume.LARGER` times its expected jobs
 through the provider in at least half its hours: that workflow's own burst, a deposit wave larger
-than its history held, queued them, `volume.queued_by_own_burst`). A provider
+than its history held, queued them, unless it holds without them or began well before them, a
+campaign sent into a slowdown, `volume.queued_by_own_burst`). A provider
 rate limiting the sends (a code or message saying rate limit, throttled, too many requests, 429)
 is an error_spike at any rate, never an outage: it is up; on at most `volume.LOAD_LIMITS` of the
 sends, mostly within a volume_spike through the provider, the spike's load (named in its row). A
