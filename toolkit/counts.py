@@ -900,6 +900,7 @@ def scan_counts(
     grid: tuple[pd.Timestamp, pd.Timedelta, int],
     slow_above: pd.DataFrame,
     quantile: float | None = None,
+    workflows: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
     ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
@@ -907,8 +908,8 @@ def scan_counts(
 
     ``slow_above``: `THRESHOLDS` (a frame of `slow_thresholds`; one without ``workflow``: the
     pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the ``quantile``
-    of ``time_to_send_s`` of each pair and of each workflow of `WORKFLOW_SENDS` through it is
-    read in the same pass. A job is slow when sent above its workflow's threshold, else its
+    of ``time_to_send_s`` of each pair and (``workflows``) of each workflow of `WORKFLOW_SENDS`
+    through it is read in the same pass. A job is slow when sent above its workflow's threshold, else its
     pair's (a pair with a missing provider has none): counted from the bins of
     `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin (or,
     for a quantile, the two bins of its ranks, nothing between) each value, compared with it."""
@@ -922,7 +923,7 @@ def scan_counts(
             (c, p, w): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, w, at in known
         }
     else:  # the bins of each pair's and own workflow's quantile ranks
-        own = _own_groups(slow_above)
+        own = _own_groups(slow_above) if workflows else set()
         wanted, fractions = ranks(
             slow_above.copy(), _OWN, [_PAIR, _OWN], {"slow_above": float(quantile)}
         )

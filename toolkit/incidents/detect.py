@@ -497,10 +497,13 @@ class _Found:
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
         note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
         # the thresholds: a baseline's, or the window's own (its histogram), read in its scan
+        # read alone, the pairs' thresholds only: a workflow the window sends mostly in an
+        # incident (a campaign sent into a slowdown) would set its own at the incident's level
         quantile = tables.SLOW_QUANTILE if "bin" in slow_above else None
         counted, self.slow_above = engine_counts.scan_counts(
-            source, **window, grid=shape, slow_above=slow_above, quantile=quantile
-        )
+            source, **window, grid=shape, slow_above=slow_above, quantile=quantile,
+            workflows=quantile is None,
+        )  # fmt: skip
         self.counted = {
             "jobs": counted if jobs_scans else None,
             "notifications": engine_counts.sent_counts(source, **window, grid=shape)
