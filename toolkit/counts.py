@@ -838,9 +838,9 @@ def scan_window(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
     """`scan_reference` but its ``slow_above``; the histogram of ``time_to_send_s`` by pair and
     workflow (``channel, provider_id, workflow, bin, c``: `toolkit.percentiles`, for
-    `scan_counts`); with ``by``,
-    the delivery jobs of the window per hour and ``by`` (`delivery_counts`' ``bucket``, ``by``
-    and ``jobs``). One pass over the delivery jobs (SQL grouping sets)."""
+    `scan_counts`); with ``by``, the delivery jobs of the window per hour and ``by``
+    (`delivery_counts`' ``bucket``, ``by`` and ``jobs``). One pass over the delivery jobs (SQL
+    grouping sets)."""
     with _window_of(source, after, before) as (rel, start, end):
         return _window_pass(source, rel, start, end, by)
 
@@ -909,10 +909,11 @@ def scan_counts(
     ``slow_above``: `THRESHOLDS` (a frame of `slow_thresholds`; one without ``workflow``: the
     pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the ``quantile``
     of ``time_to_send_s`` of each pair and (``workflows``) of each workflow of `WORKFLOW_SENDS`
-    through it is read in the same pass. A job is slow when sent above its workflow's threshold, else its
-    pair's (a pair with a missing provider has none): counted from the bins of
-    `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin (or,
-    for a quantile, the two bins of its ranks, nothing between) each value, compared with it."""
+    through it is read in the same pass. A job is slow when sent above its workflow's
+    threshold, else its pair's (a pair with a missing provider has none): counted from the bins
+    of `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin
+    (or, for a quantile, the two bins of its ranks, nothing between) each value, compared with
+    it."""
     from toolkit.percentiles import bin_of, ranks, read
 
     if quantile is None:  # each known threshold's bin
