@@ -802,12 +802,15 @@ def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.
     return _with_timings(frame, timings, pair)
 
 
-def slow_thresholds(source: Any, *, after=None, before=None, quantile: float = 0.9) -> pd.DataFrame:
+def slow_thresholds(
+    source: Any, *, after=None, before=None, quantile: float = 0.9, hist: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """`THRESHOLDS` of the window's delivery jobs: each (channel, provider_id)'s ``quantile`` of
     ``time_to_send_s`` (``workflow`` missing), and each workflow's own through it where it sent
-    at least `WORKFLOW_SENDS` (linear interpolation): the slow thresholds of `SCANNED_JOBS`."""
+    at least `WORKFLOW_SENDS` (linear interpolation): the slow thresholds of `SCANNED_JOBS`.
+    ``hist``: the window's histogram (`scan_window`), when read already."""
     with _window_of(source, after, before) as (rel, start, end):
-        hist = _window_pass(source, rel, start, end, None)[2]
+        hist = _window_pass(source, rel, start, end, None)[2] if hist is None else hist.copy()
         jobs = f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
         timings = percentiles(lambda sql: rel.query(jobs + sql), _OWN, [_PAIR, _OWN], "time_to_send_s", {"slow_above": float(quantile)}, _literal, hist=hist)  # fmt: skip
     return _thresholds(timings, _own_groups(hist))
@@ -900,16 +903,16 @@ def scan_counts(
     grid: tuple[pd.Timestamp, pd.Timedelta, int],
     slow_above: pd.DataFrame,
     quantile: float | None = None,
-    workflows: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
     ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
     error_code, domain``, and the thresholds they were counted with (`THRESHOLDS`).
 
     ``slow_above``: `THRESHOLDS` (a frame of `slow_thresholds`; one without ``workflow``: the
-    pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the ``quantile``
-    of ``time_to_send_s`` of each pair and (``workflows``) of each workflow of `WORKFLOW_SENDS`
-    through it is read in the same pass. A job is slow when sent above its workflow's
+    pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the pairs'
+    ``quantile`` of ``time_to_send_s`` is read in the same pass (a window read alone: a workflow
+    it sends mostly in an incident, a campaign sent into a slowdown, would set its own threshold
+    at the incident's level). A job is slow when sent above its workflow's
     threshold, else its pair's (a pair with a missing provider has none): counted from the bins
     of `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin
     (or, for a quantile, the two bins of its ranks, nothing between) each value, compared with
@@ -923,18 +926,12 @@ def scan_counts(
         edges = {
             (c, p, w): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, w, at in known
         }
-    else:  # the bins of each pair's and own workflow's quantile ranks
-        own = _own_groups(slow_above) if workflows else set()
-        wanted, fractions = ranks(
-            slow_above.copy(), _OWN, [_PAIR, _OWN], {"slow_above": float(quantile)}
-        )
-        wanted = [one for one in wanted
-                  if None not in one[1][:2] and (one[0] == 0 or one[1] in own)]  # fmt: skip
+    else:  # the bins of each pair's quantile ranks
+        wanted, fractions = ranks(slow_above.copy(), _OWN, [_PAIR], {"slow_above": float(quantile)})
+        wanted = [one for one in wanted if None not in one[1]]
         ends: dict[tuple, dict[str, str]] = {}
-        for number, group, _, _, bin_, end in wanted:
-            ends.setdefault(group if number else (*group, None), {})[end] = (
-                f"CAST({bin_} AS BIGINT)"
-            )
+        for _, group, _, _, bin_, end in wanted:
+            ends.setdefault((*group, None), {})[end] = f"CAST({bin_} AS BIGINT)"
         edges = {group: (end["low"], end["high"]) for group, end in ends.items()}
     bins = " UNION ALL ".join(
         f"SELECT {_literal(channel)} AS channel, {_literal(provider)} AS provider_id,"
@@ -971,14 +968,14 @@ def scan_counts(
     timed = frame[frame["near_bin"].notna().to_numpy()]
     if quantile is None:
         thresholds = _threshold_frame(known)
-    else:  # each (group, bin)'s values, sorted: the ranks' values
-        weights = timed.groupby([*_PAIR, "near_workflow", "near_bin", "v"], dropna=False)["sent"].sum().reset_index()  # fmt: skip
+    else:  # each (pair, bin)'s values, sorted: the ranks' values
+        weights = timed.groupby([*_PAIR, "near_bin", "v"])["sent"].sum().reset_index()  # by v
         v, sent = weights["v"].to_numpy("float64"), weights["sent"].to_numpy("int64")
-        values = {}
-        for number, grouping in enumerate(([*_PAIR, "near_bin"], ["channel", "provider_id", "near_workflow", "near_bin"])):  # fmt: skip
-            for key, rows in weights.groupby(grouping, sort=False).indices.items():
-                values[(number, tuple(key[:-1]), int(key[-1]))] = np.repeat(v[rows], sent[rows])
-        thresholds = _thresholds(read([_PAIR, _OWN], {"slow_above": quantile}, wanted, fractions, values), own)  # fmt: skip
+        values = {(0, (channel, provider), int(bin_)): np.repeat(v[rows], sent[rows])
+                  for (channel, provider, bin_), rows
+                  in weights.groupby([*_PAIR, "near_bin"], sort=False).indices.items()}  # fmt: skip
+        pairs = read([_PAIR], {"slow_above": quantile}, wanted, fractions, values)[0]
+        thresholds = _threshold_frame([(c, p, None, at) for c, p, at in pairs.itertuples(index=False, name=None)])  # fmt: skip
     at = {(c, p, None if pd.isna(w) else w): limit for c, p, w, limit
           in thresholds.itertuples(index=False, name=None)}  # fmt: skip
     workflow = timed["near_workflow"].to_numpy(dtype=object, na_value=None)

@@ -349,7 +349,7 @@ def _window(source: Any, after: Any, before: Any, reference: pd.DataFrame):
 
 def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | None, tuple, Any]:
     """An Activity baseline (the failure scans' baseline; None for others) and its
-    `toolkit.counts.scan_reference` (the slow thresholds), the volume's history:
+    `toolkit.counts.slow_thresholds`, the volume's history:
     ``(counts, (after, before))``
     (`toolkit.delivery_counts` by `season.CELL`, hourly), or ``()`` when there is none, and
     what its send occasions are counted from (a store, the Activity; None: counts only). A store
@@ -386,10 +386,10 @@ def _baseline(baseline: Any, after: pd.Timestamp) -> tuple[Any, pd.DataFrame | N
     except ParameterError as error:
         raise ParameterError("baseline", error.value, error.allowed) from None
     given = engine_counts.Given(baseline)
-    reference = engine_counts.scan_reference(given)
+    reference, _, hist = engine_counts.scan_window(given)  # one pass: its span and thresholds
     at = pd.DatetimeIndex([reference["first_trigger"].min(), reference["last_trigger"].max()])
     counts = delivery_counts(given, by=season.CELL)
-    thresholds = engine_counts.slow_thresholds(given, quantile=tables.SLOW_QUANTILE)
+    thresholds = engine_counts.slow_thresholds(given, quantile=tables.SLOW_QUANTILE, hist=hist)
     return given, thresholds, (counts, _span(baseline.attrs, at.dropna())), given
 
 
@@ -497,13 +497,10 @@ class _Found:
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
         note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
         # the thresholds: a baseline's, or the window's own (its histogram), read in its scan
-        # read alone, the pairs' thresholds only: a workflow the window sends mostly in an
-        # incident (a campaign sent into a slowdown) would set its own at the incident's level
         quantile = tables.SLOW_QUANTILE if "bin" in slow_above else None
         counted, self.slow_above = engine_counts.scan_counts(
-            source, **window, grid=shape, slow_above=slow_above, quantile=quantile,
-            workflows=quantile is None,
-        )  # fmt: skip
+            source, **window, grid=shape, slow_above=slow_above, quantile=quantile
+        )
         self.counted = {
             "jobs": counted if jobs_scans else None,
             "notifications": engine_counts.sent_counts(source, **window, grid=shape)
