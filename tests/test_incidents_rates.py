@@ -18,14 +18,15 @@ NIGHT = range(0, 8)  # UTC hours where the planted provider fails more (the test
 
 def fail_more(activity, provider, code, share, rng, *, hours=NIGHT, during=None, domain=None,
               weekday=None):  # fmt: skip
-    """``activity`` where a ``share`` (or a share on each day: a Series by UTC day) of
+    """``activity`` where a ``share`` (or a share on each day or hour: a Series by UTC day or hour) of
     ``provider``'s sends at ``hours`` (and ``during``, on ``weekday``, to recipients of
     ``domain``) that did not fail now fail with ``code``: their last execution detail a Failed
     one."""
     notes, jobs, details = activity
     began = jobs["first_execution_at"]
     if isinstance(share, pd.Series):
-        share = began.dt.floor("D").map(share).fillna(0.0).to_numpy()
+        step = share.index[1] - share.index[0]
+        share = began.dt.floor(step).map(share).fillna(0.0).to_numpy()
     chosen = jobs["provider_id"].eq(provider).fillna(False) & jobs["final_status"].ne("failed")
     chosen &= began.dt.hour.isin(list(hours))
     if weekday is not None:
@@ -125,6 +126,51 @@ def test_how_much_whole_days_vary_is_measured():
     assert rates.learn(climbing, trials, start, step, window, "the baseline").spread[0] < 0.03
     short = rates.learn(wandering[:, :240], trials[:, :240], start, step, window, "the window")
     assert short.spread[0] == 0  # ten days: too few to tell an incident from a bad day
+
+
+def test_how_much_buckets_vary_is_measured():
+    rng = np.random.default_rng(1)
+    start, step = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta("1h")
+    window = (pd.Timestamp("2026-10-29", tz="UTC"), step, 24)
+    trials = rng.poisson(np.tile(np.r_[np.full(8, 20.0), np.full(16, 150.0)], 28))[None]
+    steady = rng.binomial(trials, 0.03)
+    assert (
+        rates.learn(steady, trials, start, step, window, "the baseline", True).bucket_spread[0]
+        < 0.05
+    )
+    hour = rng.lognormal(-0.125, 0.5, trials.shape[1])  # each hour's rate: 0.03 times a draw
+    wandering = rng.binomial(trials, 0.03 * hour)
+    learnt = rates.learn(wandering, trials, start, step, window, "the baseline", True)
+    assert 0.15 < learnt.bucket_spread[0] < 0.4  # exp(0.5**2) - 1 = 0.28
+    assert learnt.spread[0] < 0.05  # its days vary as much as their hours make them
+    assert rates.learn(wandering, trials, start, step, window, "the baseline").bucket_spread[0] == 0
+
+
+def test_a_providers_bad_hour_is_no_incident_of_its_codes():
+    # a provider whose failure rate is its own each hour (its load, its own trouble): 1% times
+    # a lognormal draw per hour (mean 1), with each of two codes, in the four weeks before as
+    # in the window; the window's busiest hour at six times the usual rate of each is how its
+    # hours vary, no incident (without their spread measured: a failure row and a 503 row);
+    # four hours at 40% of one code still are
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    provider = week.jobs["provider_id"].value_counts().index[0]
+    mine = week.jobs[week.jobs["provider_id"].eq(provider).fillna(False)]
+    bad = mine["first_execution_at"].dt.floor("h").value_counts().idxmax()
+    rng = np.random.default_rng(5)
+    hours = pd.date_range((after - HISTORY).floor("D"), NOW, freq="h")
+    share = pd.Series(0.01 * rng.lognormal(-0.32, 0.8, len(hours)), index=hours)
+    share[bad] = 0.06
+    for code in ("503", "429"):
+        week = fail_more(week, provider, code, share, rng, hours=range(24))
+        history = fail_more(history, provider, code, share, rng, hours=range(24))
+    found = find_incidents(week, baseline=history)
+    assert found.empty, list(found["summary"])
+    during = (bad - pd.Timedelta(hours=4), bad)
+    risen = fail_more(week, provider, "503", 0.4, rng, hours=range(24), during=during)
+    found = find_incidents(risen, baseline=history)
+    assert len(found) == 1 and found["provider_id"].iloc[0] == provider, list(found["summary"])
+    assert found["started_at"].iloc[0] < during[1] and found["ended_at"].iloc[0] > during[0]
 
 
 def test_a_rate_normally_higher_on_monday_mornings_is_no_incident():

@@ -164,7 +164,14 @@ and a period at the rate its hours have an hour earlier or later is no incident 
 changed). Whole days of a group's failures vary together too (a carrier's bad day): their
 relative variance beyond their buckets', measured on at least two weeks of days of the
 history, the fifth departing most left out (`rates.day_spread`), adds ``spread * e**2 / d`` to
-the variance of a period of ``d`` days (at least 1) and ``e`` expected failures. Read alone, a
+the variance of a period of ``d`` days (at least 1) and ``e`` expected failures. A provider's
+buckets vary as a whole too (its bad hours: its load, its own trouble, its codes failing more
+together): its failures' variance at a bucket of ``e`` expected is ``a * e + b * e**2``, ``b``
+the least-squares line of the history's squared Pearson residuals on ``e``, its buckets in a
+far tail of that law left out (`rates.bucket_spread`; 0 with fewer than two weeks of buckets of
+two expected failures), and a period of its codes and domains spanning ``h`` history buckets (at
+least 1) adds ``b * e**2 / h``: a batch's busy hour varies by far more than its quiet hours'
+dispersion says. Read alone, a
 window's period holding most of its jobs, the rest mostly after it, that
 ended is no incident: the window saw the rate fall, not rise (`detect._never_began`). The
 p-value is multiplied by the number of periods examined in all groups and kinds (Bonferroni)

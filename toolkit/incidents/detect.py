@@ -197,7 +197,11 @@ def find_incidents(
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
         for name in names
     }
-    scans = {name: found.scan(name, rule[name]) for name in names}
+    # the providers' first: how much their failures vary by bucket is their codes' and domains'
+    scans = {
+        name: found.scan(name, rule[name])
+        for name in sorted(names, key=lambda name: name != "provider")
+    }
     shares = {name for name in ("volume", "channel_volume") if name in scans}
     why = _unjudged([scans[name] for name in shares], grid) if baseline is None else None
     unjudged = shares if why else set()  # their periods still count in the correction
@@ -552,10 +556,12 @@ class _Found:
         # latency: sends weighed by their workflows' usual slow share (`mix`), then the hours
         mixed = self.mix.weight(event_keys, self.sent[0], width) if name == "latency" else 1.0
         reference, own = None, (events, trials[parent] * mixed, self.grid.start, self.grid.step)
+        # how many buckets of the history a bucket of the window spans (`Scan.bucket_spread`)
+        spans = 1.0 if self.base is None else self.grid.step / self.hourly[1]
         # failure rates (by hour where they vary) and their dispersion: `rates`
         learnt = None
         if self.base is None and not spec.low:
-            learnt = rates.learn(*own, self._buckets, "the window")
+            learnt = rates.learn(*own, self._buckets, "the window", name == "provider")
         if self.base is not None:
             base, count = self.base[spec.unit], 1 if spec.low else self.hourly[2]
             tried, met = _population(base, name)
@@ -574,11 +580,13 @@ class _Found:
             reference = (k.sum(1), n.sum(1))
             reference[0][new], reference[1][new] = events[new].sum(1), own[1][new].sum(1)
             if not spec.low:  # their rates from the baseline, the others' from the window
-                learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline")
+                learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline",
+                                     name == "provider")  # fmt: skip
                 if new.any():
                     mine = rates.learn(events[new], own[1][new], *own[2:],
-                                       self._buckets, "the window")  # fmt: skip
+                                       self._buckets, "the window", name == "provider")  # fmt: skip
                     learnt.dispersion[new], learnt.spread[new] = mine.dispersion, mine.spread
+                    learnt.bucket_spread[new] = mine.bucket_spread * spans  # per history bucket
                     learnt.varies[new] = False
                     if learnt.weight is not None:
                         learnt.weight[new] = 1.0
@@ -586,13 +594,18 @@ class _Found:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         if name == "latency":  # slower than its workflows and its hours usually are
             learnt.weight = mixed if learnt.weight is None else learnt.weight * mixed
+        if name in ("code", "domain"):  # a provider's bad hours are its codes' and domains'
+            of = self.rates["provider"]
+            number = {key: n for n, key in enumerate(self.keys["provider"][0])}
+            learnt.bucket_spread = np.array([of.bucket_spread[number[key[:2]]] if key[:2] in number else 0.0
+                                             for key in event_keys])  # fmt: skip
         self.rates[name] = learnt
         here = None  # the groups whose dispersion the window's own buckets gave, at one rate
         if not spec.low:
             here = ~learnt.varies & (True if self.base is None else new)
         self.scans[name] = Scan(events, trials, parent, rule, reference, learnt.weight,
                                 learnt.dispersion, here, learnt.spread,
-                                self.grid.step / rates.DAY)  # fmt: skip
+                                self.grid.step / rates.DAY, learnt.bucket_spread, spans)  # fmt: skip
         return self.scans[name]
 
     @property

@@ -53,7 +53,7 @@ import pandas as pd
 from scipy.special import betainc, gammainc, gammaincc
 
 from toolkit.incidents.scan import flat_dispersion
-from toolkit.incidents.season import MIN_WEEKS, relative_spread
+from toolkit.incidents.season import MIN_WEEKS, relative_spread, variance_line
 
 #: Family-wise level at which a rate that varies by hour is believed (over the groups tested).
 PROFILE_ALPHA = 0.01
@@ -65,6 +65,8 @@ TAIL = 1e-4
 #: the `DAY_TRIM` departing most) does not pass for how days vary when the history is the
 #: window itself.
 DAY_EVENTS, SPREAD_DAYS = 5.0, 14
+#: The fewest expected events a bucket of history needs to tell how buckets vary (`bucket_spread`).
+BUCKET_EVENTS = 2.0
 #: Share of the days of largest departure left out of `day_spread`: the history's incidents,
 #: among them the first days of a failure rate climbing for days.
 DAY_TRIM = 0.2
@@ -89,10 +91,13 @@ class Rates:
     profiles: np.ndarray | None = None
     width: pd.Timedelta = HOUR
     spread: np.ndarray | None = None
+    bucket_spread: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.spread is None:
             self.spread = np.zeros(len(self.dispersion))
+        if self.bucket_spread is None:
+            self.bucket_spread = np.zeros(len(self.dispersion))
 
     def weigh(
         self, group: int, at: np.ndarray, shift: pd.Timedelta, scale: np.ndarray | None = None
@@ -130,10 +135,12 @@ def learn(
     step: pd.Timedelta,
     window: tuple[pd.Timestamp, pd.Timedelta, int],
     what: str,
+    buckets: bool = False,
 ) -> Rates:
     """The `Rates` of event groups from their history: ``events`` and ``trials`` (groups x
     buckets of ``step`` from ``start``), for the window's buckets ``(start, step, count)``;
-    ``what`` names the history ("the baseline", "the window")."""
+    ``what`` names the history ("the baseline", "the window"); with ``buckets``, how much
+    its buckets vary (`bucket_spread`; else 0)."""
     dispersion = np.ones(len(events))
     varies = np.zeros(len(events), dtype=bool)
     slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
@@ -156,25 +163,55 @@ def learn(
             weekly = _by_week(k, n, week, profiles[group], dispersion[group], level)
             if weekly is not None:
                 profiles[group], varies[group], by_week = weekly, True, by_week + 1
-    spread = np.zeros(len(events))
+    spread, bucket = np.zeros(len(events)), np.zeros(len(events))
     if slots:  # each bucket's day from the first; a flat group's profile is all ones
         since = np.arange(events.shape[1], dtype="int64") * step.value
         dates = (start.value + since) // DAY.value
         for group in range(len(events)):
-            spread[group] = day_spread(events[group], trials[group] * profiles[group][week],
-                                       dates - dates[0], dispersion[group])  # fmt: skip
+            weighed = trials[group] * profiles[group][week]
+            if buckets:
+                bucket[group] = bucket_spread(events[group], weighed)
+            spread[group] = day_spread(events[group], weighed, dates - dates[0],
+                                       dispersion[group], bucket[group])  # fmt: skip
     if not varies.any():
-        return Rates(None, dispersion, varies, weeks, what, spread=spread)
+        return Rates(None, dispersion, varies, weeks, what, spread=spread, bucket_spread=bucket)
     covered = _slots_covered(*window, step, 7 * slots)
     weight = np.ones((len(events), window[2]))
     weight[varies] = profiles[varies][:, covered].mean(2)
-    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step, spread)
+    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step, spread, bucket)
 
 
-def day_spread(events: np.ndarray, weighed: np.ndarray, day: np.ndarray, phi: float) -> float:
+def bucket_spread(events: np.ndarray, weighed: np.ndarray) -> float:
+    """How much a group's buckets vary as a whole (``events`` out of ``weighed`` trials, each
+    weighed by its slot's rate over the mean): the ``b`` of their variance ``a * e + b * e**2``
+    at ``e`` expected events, the least-squares line of their squared Pearson residuals
+    (`toolkit.incidents.season.variance_line`), the buckets in a tail of its law beyond `TAIL`
+    (the history's incidents) left out; 0 with fewer than `SPREAD_DAYS` buckets of at least `BUCKET_EVENTS`
+    expected. A provider has bad hours (its load, its own trouble) in which its codes fail
+    more together: its busiest hours (a batch's) vary by far more than its quiet hours'
+    dispersion says."""
+    mean = events.sum() / weighed.sum() if weighed.sum() else 0.0
+    expected = weighed * mean
+    if mean <= 0 or (expected >= BUCKET_EVENTS).sum() < SPREAD_DAYS:
+        return 0.0
+    sent = expected > 0
+    k, e = events[sent], expected[sent]
+    pearson, kept, b = (k - e) ** 2 / e, _likely(k, e, 1.0), 0.0
+    for _ in range(5):  # the history's incidents (beyond `TAIL` of the line's law) left out
+        a, b = variance_line(pearson[kept], e[kept], 0.0)
+        now = _likely(k, e, a + b * e)
+        if (now == kept).all():
+            break
+        kept = now
+    return b
+
+
+def day_spread(events: np.ndarray, weighed: np.ndarray, day: np.ndarray, phi: float,
+               buckets: float = 0.0) -> float:  # fmt: skip
     """How much a group's whole days vary beyond their buckets (``events`` out of ``weighed``
     trials, each weighed by its slot's rate over the mean, in days ``day``; the buckets'
-    dispersion ``phi``): `toolkit.incidents.season.relative_spread` of its days of at least
+    dispersion ``phi``, their relative variance ``buckets``, `bucket_spread`):
+    `toolkit.incidents.season.relative_spread` of its days of at least
     `DAY_EVENTS` expected events, 0 with fewer than `SPREAD_DAYS` of them. A day's expected
     count is at the rate of the days but the `DAY_TRIM` of highest rate (an incident of days
     would raise it, and every other day would look low)."""
@@ -187,7 +224,8 @@ def day_spread(events: np.ndarray, weighed: np.ndarray, day: np.ndarray, phi: fl
     if mean <= 0 or enough.sum() < SPREAD_DAYS:
         return 0.0
     square = (k - expected)[enough] ** 2
-    return relative_spread(square, phi * expected[enough], expected[enough] ** 2, DAY_TRIM)
+    within = phi * expected + buckets * np.bincount(day, (weighed * mean) ** 2)
+    return relative_spread(square, within[enough], expected[enough] ** 2, DAY_TRIM)
 
 
 def follow_the_day(events: np.ndarray, trials: np.ndarray, start, step) -> bool | None:
@@ -289,14 +327,17 @@ def _likely(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
 
 def _tail(events: np.ndarray, expected: np.ndarray, phi: float) -> np.ndarray:
     """The chance of counts as low or as high as ``events`` (the smaller) under the negative
-    binomial law of their expected count and dispersion ``phi`` (a Poisson law at 1)."""
+    binomial law of their expected count and dispersion ``phi`` (one, or one per count; a
+    Poisson law at 1)."""
     mean = np.maximum(expected, 1e-9)
-    if phi <= 1 + 1e-9:
-        low, high = gammaincc(events + 1, mean), gammainc(np.maximum(events, 1e-9), mean)
-    else:
-        size, success = mean / (phi - 1), 1 / phi
-        low = betainc(size, events + 1, success)
-        high = betainc(np.maximum(events, 1e-9), size, 1 - success)
+    low, high = gammaincc(events + 1, mean), gammainc(np.maximum(events, 1e-9), mean)
+    over = np.broadcast_to(np.asarray(phi) > 1 + 1e-9, np.shape(mean))
+    if over.any():  # a dispersion per count, or one for all
+        phi = np.broadcast_to(phi, np.shape(mean))[over]
+        size, success = mean[over] / (phi - 1), 1 / phi
+        low, high = np.array(low, dtype=float), np.array(high, dtype=float)
+        low[over] = betainc(size, events[over] + 1, success)
+        high[over] = betainc(np.maximum(events[over], 1e-9), size, 1 - success)
     high = np.where(events > 0, high, 1.0)
     return np.minimum(low, high)
 

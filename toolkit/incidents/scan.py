@@ -111,7 +111,8 @@ class Scan:
     short window raises that rate, and the buckets around it look too low: a period of such
     a group is tested with the dispersion around the rest's rate (`period_dispersion`).
     ``spread`` (event groups) is how much whole days vary (`toolkit.incidents.rates`), for
-    buckets of ``bucket_days`` days.
+    buckets of ``bucket_days`` days; ``bucket_spread`` (event groups) how much a bucket of the
+    history varies as a whole, a bucket of the scan spanning ``history_buckets`` of them.
     `first_round` gives each group's best period, `next_round` the next best apart from those
     `mark`-ed; `tests` is how many periods the first round examined (those with enough
     evidence), for the multiple-testing correction.
@@ -127,6 +128,8 @@ class Scan:
     own: np.ndarray | None = None
     spread: np.ndarray | None = None
     bucket_days: float = 0.0
+    bucket_spread: np.ndarray | None = None
+    history_buckets: float = 1.0
     tests: float = 0.0
     used: np.ndarray = field(init=False)
 
@@ -225,12 +228,16 @@ class Scan:
         """The dispersion a period ``[first, stop)`` of ``group``, ``expected`` events at the
         baseline rate, is tested with: its buckets' (for a group in ``own``, their
         `dispersion` around the rate of the rest of the window, the baseline the period is
-        tested against, when that is smaller, the periods marked left out), and its days'
-        (``spread * expected`` over its days, at least 1)."""
-        days = 0.0
+        tested against, when that is smaller, the periods marked left out), its days'
+        (``spread * expected`` over its days, at least 1) and its history buckets'
+        (``bucket_spread * expected`` over as many as it spans, at least 1)."""
+        days = buckets = 0.0
         if self.spread is not None:
             days = self.spread[group] * expected / max(1.0, (stop - first) * self.bucket_days)
-        return self._bucket_dispersion(group, first, stop) + days
+        if self.bucket_spread is not None:
+            spans = max(1.0, (stop - first) * self.history_buckets)
+            buckets = self.bucket_spread[group] * expected / spans
+        return self._bucket_dispersion(group, first, stop) + days + buckets
 
     def _bucket_dispersion(self, group: int, first: int, stop: int) -> float:
         phi = float(self.dispersion[group])

@@ -384,15 +384,25 @@ def dispersion(weekly: np.ndarray) -> np.ndarray:
         values, expected = values[kept], expected[kept]
         if len(values) < 10:
             continue
-        order = np.argsort(values)[: max(1, int(len(values) * (1 - trim)))]
-        values, expected = values[order] / kept_mean, expected[order]
-        a, b = float(values.mean()), 0.0
-        quarter, three = np.percentile(expected, [25, 75])
-        if three >= 2 * quarter:  # counts of different sizes: the least-squares line
-            b = max(0.0, float(np.cov(expected, values)[0, 1] / expected.var(ddof=1)))
-            a = a - b * float(expected.mean())
-        out[cell] = max(1.0, a), b
+        out[cell] = variance_line(values, expected, trim, kept_mean)
     return out
+
+
+def variance_line(pearson: np.ndarray, expected: np.ndarray, trim: float = TRIM,
+                  kept_mean: float = 1.0) -> tuple[float, float]:  # fmt: skip
+    """``(a, b)`` of a variance ``a * e + b * e**2`` at expected counts ``e``: the
+    least-squares line of the squared Pearson residuals ``pearson`` on ``expected``, their
+    largest ``trim`` left out and the rest over ``kept_mean`` (their mean where the line is
+    flat); ``b`` 0, one mean ``a``, when the busier quarter of the counts is not twice the
+    quieter quarter. ``a`` is at least 1 (a Poisson count), ``b`` at least 0."""
+    order = np.argsort(pearson)[: max(1, int(len(pearson) * (1 - trim)))]
+    values, expected = pearson[order] / kept_mean, expected[order]
+    a, b = float(values.mean()), 0.0
+    quarter, three = np.percentile(expected, [25, 75])
+    if three >= 2 * quarter:  # counts of different sizes: the least-squares line
+        b = max(0.0, float(np.cov(expected, values)[0, 1] / expected.var(ddof=1)))
+        a = a - b * float(expected.mean())
+    return max(1.0, a), b
 
 
 def _trimmed_chi2(trim: float) -> tuple[float, float]:
