@@ -595,10 +595,7 @@ class _Found:
         if name == "latency":  # slower than its workflows and its hours usually are
             learnt.weight = mixed if learnt.weight is None else learnt.weight * mixed
         if name in ("code", "domain"):  # a provider's bad hours are its codes' and domains'
-            of = self.rates["provider"]
-            number = {key: n for n, key in enumerate(self.keys["provider"][0])}
-            learnt.bucket_spread = np.array([of.bucket_spread[number[key[:2]]] if key[:2] in number else 0.0
-                                             for key in event_keys])  # fmt: skip
+            learnt.bucket_spread = self._providers_spread(event_keys)
         self.rates[name] = learnt
         here = None  # the groups whose dispersion the window's own buckets gave, at one rate
         if not spec.low:
@@ -607,6 +604,16 @@ class _Found:
                                 learnt.dispersion, here, learnt.spread,
                                 self.grid.step / rates.DAY, learnt.bucket_spread, spans)  # fmt: skip
         return self.scans[name]
+
+    def _providers_spread(self, keys: list[tuple]) -> np.ndarray:
+        """The `rates.Rates.bucket_spread` of each key's (channel, provider), from the
+        provider scan (0 for a provider it does not have)."""
+        spread, number = self.rates["provider"].bucket_spread, self.index_of("provider")
+        return np.array([spread[number[key[:2]]] if key[:2] in number else 0.0 for key in keys])
+
+    def index_of(self, name: str) -> dict[tuple, int]:
+        """Each event key of scan ``name``: its row in the scan."""
+        return {key: n for n, key in enumerate(self.keys[name][0])}
 
     @property
     def _buckets(self) -> tuple[pd.Timestamp, pd.Timedelta, int]:
@@ -1068,7 +1075,7 @@ def _whole_domain(found: _Found, rows: list[dict], scan: Scan | None, alpha, min
         {"channel": row["keys"]["channel"], "domain": row["keys"]["domain"],
          "at": (row["start"], row["end"] + tick)} for row in bounces
     ])  # fmt: skip
-    number = {key: n for n, key in enumerate(found.keys["domain"][0])}
+    number = found.index_of("domain")
     provider = fetched["provider_id"].astype("string").to_numpy()
     for row in bounces:
         mine = (

@@ -185,11 +185,11 @@ def bucket_spread(events: np.ndarray, weighed: np.ndarray) -> float:
     """How much a group's buckets vary as a whole (``events`` out of ``weighed`` trials, each
     weighed by its slot's rate over the mean): the ``b`` of their variance ``a * e + b * e**2``
     at ``e`` expected events, the least-squares line of their squared Pearson residuals
-    (`toolkit.incidents.season.variance_line`), the buckets in a tail of its law beyond `TAIL`
-    (the history's incidents) left out; 0 with fewer than `SPREAD_DAYS` buckets of at least `BUCKET_EVENTS`
-    expected. A provider has bad hours (its load, its own trouble) in which its codes fail
-    more together: its busiest hours (a batch's) vary by far more than its quiet hours'
-    dispersion says."""
+    (`toolkit.incidents.season.variance_line`), the buckets in a tail of its law beyond
+    `TAIL` (the history's incidents; to start with, of a Poisson law) left out; 0 with fewer
+    than `SPREAD_DAYS` buckets of at least `BUCKET_EVENTS` expected. A provider has bad hours
+    (its load, its own trouble) in which its codes fail more together: its busiest hours (a
+    batch's) vary by far more than its quiet hours' dispersion says."""
     mean = events.sum() / weighed.sum() if weighed.sum() else 0.0
     expected = weighed * mean
     if mean <= 0 or (expected >= BUCKET_EVENTS).sum() < SPREAD_DAYS:
@@ -198,6 +198,8 @@ def bucket_spread(events: np.ndarray, weighed: np.ndarray) -> float:
     k, e = events[sent], expected[sent]
     pearson, kept, b = (k - e) ** 2 / e, _likely(k, e, 1.0), 0.0
     for _ in range(5):  # the history's incidents (beyond `TAIL` of the line's law) left out
+        if kept.sum() < SPREAD_DAYS:
+            return 0.0
         a, b = variance_line(pearson[kept], e[kept], 0.0)
         now = _likely(k, e, a + b * e)
         if (now == kept).all():
