@@ -46,7 +46,6 @@ __all__ = [
     "failure_payloads",
     "group_counts",
     "scan_counts",
-    "scan_reference",
     "scan_window",
     "scanned_job_rows",
     "slow_thresholds",
@@ -789,19 +788,6 @@ def window_rows(
 AT = "coalesce(started_at, triggered_at)"
 
 
-def scan_reference(source: Any, *, after=None, before=None, quantile: float = 0.9) -> pd.DataFrame:
-    """Per (channel, provider_id) of the window's delivery jobs: ``jobs``, the first and last
-    start (``first_at``, ``last_at``, `AT`) and trigger (``first_trigger``, ``last_trigger``),
-    and ``slow_above``, the ``quantile`` of ``time_to_send_s`` (linear interpolation; NaN when
-    none was sent): what the incident scans' grid and slow threshold are set from."""
-    pair = ["channel", "provider_id"]
-    with _window_of(source, after, before) as (rel, start, end):
-        frame, _, hist = _window_pass(source, rel, start, end, None)
-        jobs = f"WITH delivery_jobs AS ({_delivery_jobs(start, end, rel, source)}) "
-        timings = percentiles(lambda sql: rel.query(jobs + sql), pair, [pair], "time_to_send_s", {"slow_above": float(quantile)}, _literal, hist=hist)[0]  # fmt: skip
-    return _with_timings(frame, timings, pair)
-
-
 def slow_thresholds(
     source: Any, *, after=None, before=None, quantile: float = 0.9, hist: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -839,7 +825,9 @@ def _threshold_frame(rows: list[tuple]) -> pd.DataFrame:
 def scan_window(
     source: Any, *, after=None, before=None, by: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
-    """`scan_reference` but its ``slow_above``; the histogram of ``time_to_send_s`` by pair and
+    """Per (channel, provider_id) of the window's delivery jobs: ``jobs``, the first and last
+    start (``first_at``, ``last_at``, `AT`) and trigger (``first_trigger``, ``last_trigger``),
+    what the incident scans' grid is set from; the histogram of ``time_to_send_s`` by pair and
     workflow (``channel, provider_id, workflow, bin, c``: `toolkit.percentiles`, for
     `scan_counts`); with ``by``, the delivery jobs of the window per hour and ``by``
     (`delivery_counts`' ``bucket``, ``by`` and ``jobs``). One pass over the delivery jobs (SQL
