@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from toolkit.incidents import find_incidents, rates
-from toolkit.incidents.scan import Evidence, Scan, flat_dispersion
+from toolkit.incidents.scan import Evidence, Scan, flat_dispersion, p_value
 from toolkit.sandbox.seed.shaped import shaped_traffic
 
 NOW = pd.Timestamp("2026-11-01T12:00:00Z")
@@ -261,8 +261,29 @@ def test_an_incident_holding_much_of_a_short_window_is_tested_with_the_rest_s_di
     blurred = Scan(events, trials, np.zeros(1, int), rule, dispersion=phi)
     (best,), (wide,) = pick.first_round(), blurred.first_round()
     assert (best.first, best.stop) == (40, 42) and best.p_value < 1e-9
-    assert pick.period_dispersion(0, 40, 42, expected=0.1) == 1.0
+    assert pick.period_law(0, 40, 42, expected=0.1, rate=0.0) == (1.0, 1.0)
     assert wide.p_value > 1e-4  # the old test: not significant over a few thousand periods
+
+
+def test_a_period_under_a_day_is_tested_at_its_day_s_level_as_the_hours_around_show_it():
+    # hourly buckets of 100 sends, 2% failing, of a group whose whole days vary by a relative
+    # variance of 0.3: four hours with 8 failures expected
+    trials, rule = np.full((1, 72), 100.0), Evidence(10, 5, 2.0)
+
+    def law(around: float) -> tuple[float, float]:
+        events = np.full((1, 72), around)
+        scan = Scan(events, trials, np.zeros(1, int), rule, spread=np.array([0.3]),
+                    bucket_days=1 / 24)  # fmt: skip
+        return scan.period_law(0, 36, 40, expected=8.0, rate=0.02)
+
+    level, phi = law(2.0)  # the hours around at the usual rate: a usual day, and known to be
+    assert level == pytest.approx(1.0) and phi < 1.2  # not 1 + 0.3 * 8 = 3.4: any day's
+    # three times the usual: 1.8e-5, where as likely a whole bad day it was 0.01
+    assert p_value(24 / phi, 400 * level, 1000 / phi, 50_000) < 1e-4
+    assert p_value(24 / 3.4, 400, 1000 / 3.4, 50_000) > 1e-2
+    level, phi = law(4.0)  # the hours around at twice the usual: a bad day
+    assert 1.8 < level < 2.0
+    assert p_value(24 / phi, 400 * level, 1000 / phi, 50_000) > 1e-2  # 1.5 times the day's
 
 
 def test_a_steady_error_that_stops_before_a_window_read_alone_ends_is_no_incident():

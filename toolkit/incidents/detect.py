@@ -741,14 +741,19 @@ class _Found:
         if not evident or trials < rule.min_trials:
             return None
         first, last = inside[in_hits][[0, -1]]
-        phi = scan.period_dispersion(pick.group, pick.first, pick.stop, base_rate * trials)
+        # its days' level (the hours around it) and the dispersion it is tested with
+        out_rate = (out_events + PSEUDO_EVENTS) / (out_trials + PSEUDO_TRIALS)
+        level, phi = scan.period_law(
+            pick.group, pick.first, pick.stop, base_rate * trials, out_rate
+        )
+        tested = [weight * level for weight in [weighed, *off]]
         p = max(p_value(events / phi, weight, out_events / phi, out_trials, low=spec.low)
-                for weight in [weighed, *off])  # fmt: skip
+                for weight in tested)  # fmt: skip
         if not spec.low and spec.unit == "jobs":  # mostly one person's: it holds without them
             mine, again = _most_hit(table["subscriber_id"], inside, in_hits)
             if again >= MOST * events:
                 p = max(p, *(p_value((events - again) / phi, weight * (trials - mine.sum()) / trials,
-                                     out_events / phi, out_trials) for weight in [weighed, *off]))  # fmt: skip
+                                     out_events / phi, out_trials) for weight in tested))  # fmt: skip
         mostly = without = since = None  # the workflow most slow sends are: from, p without it
         if name == "latency":
 
@@ -763,7 +768,7 @@ class _Found:
                 workflow, since = table["workflow"].iloc[first], table["at"].iloc[first]
                 if (~mine).sum() < rule.min_trials:
                     return workflow, since, None
-                rest = [self.rates[name].weigh(pick.group, at[~mine], shift, mixed[~mine])
+                rest = [self.rates[name].weigh(pick.group, at[~mine], shift, mixed[~mine]) * level
                         for shift in (pd.Timedelta(0), -hour, hour)]  # fmt: skip
                 return workflow, since, max(p_value((events - again) / phi, weight,
                                                     out_events / phi, out_trials) for weight in rest)  # fmt: skip

@@ -109,7 +109,7 @@ class Scan:
     (`toolkit.incidents.rates`). A group marked in ``own`` had its dispersion measured on
     these buckets at their mean rate (`flat_dispersion`); an incident holding much of a
     short window raises that rate, and the buckets around it look too low: a period of such
-    a group is tested with the dispersion around the rest's rate (`period_dispersion`).
+    a group is tested with the dispersion around the rest's rate (`period_law`).
     ``spread`` (event groups) is how much whole days vary (`toolkit.incidents.rates`), for
     buckets of ``bucket_days`` days; ``bucket_spread`` (event groups) how much a bucket of the
     history varies as a whole, a bucket of the scan spanning ``history_buckets`` of them.
@@ -209,8 +209,8 @@ class Scan:
                 continue
             best = valid[top]
             first, stop = divmod(int(at[best]) % side**2, side)
-            phi = self.period_dispersion(int(groups[one]), first, stop, base_rate[best] * n[best])
-            p = p_value(k[best] / phi, n[best], k_out[best] / phi, n_out[best], low=rule.low)
+            level, phi = self.period_law(int(groups[one]), first, stop, base_rate[best] * n[best], base_rate[best])  # fmt: skip
+            p = p_value(k[best] / phi, n[best] * level, k_out[best] / phi, n_out[best], low=rule.low)  # fmt: skip
             picks.append(
                 Pick(
                     int(groups[one]),
@@ -224,20 +224,45 @@ class Scan:
             )
         return picks, tests
 
-    def period_dispersion(self, group: int, first: int, stop: int, expected: float) -> float:
-        """The dispersion a period ``[first, stop)`` of ``group``, ``expected`` events at the
-        baseline rate, is tested with: its buckets' (for a group in ``own``, their
+    def period_law(
+        self, group: int, first: int, stop: int, expected: float, rate: float
+    ) -> tuple[float, float]:
+        """The level of a period's days (``[first, stop)``, ``expected`` events at the
+        baseline's ``rate`` per weighed trial), by which its expected count is multiplied, and
+        the dispersion its count is tested with: its buckets' (for a group in ``own``, their
         `dispersion` around the rate of the rest of the window, the baseline the period is
-        tested against, when that is smaller, the periods marked left out), its days'
-        (``spread * expected`` over its days, at least 1) and its history buckets'
-        (``bucket_spread * expected`` over as many as it spans, at least 1)."""
-        days = buckets = 0.0
-        if self.spread is not None:
-            days = self.spread[group] * expected / max(1.0, (stop - first) * self.bucket_days)
+        tested against, when that is smaller, the periods marked left out), its days' and its
+        history buckets' (``bucket_spread * expected`` over as many as it spans, at least 1).
+        A period of a day or more varies with its days by ``spread * expected`` over them; one
+        shorter has its day's level as the half day either side shows it (`_around`): whole
+        days vary together by ``spread``, a gamma law of mean 1, whose posterior given the
+        events and expected events there (quasi-Poisson) is the level's mean and variance. A
+        bad day raises the hours around too; a period failing more than the hours around it
+        is not the day's."""
+        phi = self._bucket_dispersion(group, first, stop)
+        spread = 0.0 if self.spread is None else float(self.spread[group])
+        days, level, over = (stop - first) * self.bucket_days, 1.0, 0.0
+        if spread > 0 and days >= 1:
+            over = spread * expected / days
+        elif spread > 0:
+            near = self._around(group, first, stop)
+            shape = 1 / spread + float(self.events[group, near].sum()) / phi
+            scale = 1 / spread + rate * float(self.weighed(group, near).sum()) / phi
+            level = shape / scale
+            over = shape / scale**2 * expected / level
+        buckets = 0.0
         if self.bucket_spread is not None:
             spans = max(1.0, (stop - first) * self.history_buckets)
-            buckets = self.bucket_spread[group] * expected / spans
-        return self._bucket_dispersion(group, first, stop) + days + buckets
+            buckets = self.bucket_spread[group] * expected * level / spans
+        return level, phi + over + buckets
+
+    def _around(self, group: int, first: int, stop: int) -> np.ndarray:
+        """The buckets within half a day either side of ``[first, stop)``, not marked."""
+        reach = max(1, round(0.5 / self.bucket_days)) if self.bucket_days else 0
+        near = np.zeros(self.events.shape[1], dtype=bool)
+        near[max(0, first - reach) : first] = True
+        near[stop : stop + reach] = True
+        return near & ~self.used[group]
 
     def _bucket_dispersion(self, group: int, first: int, stop: int) -> float:
         phi = float(self.dispersion[group])
