@@ -414,6 +414,38 @@ def test_sends_a_loops_load_slowed_are_the_loops_row(loop_week):
     assert f"its load slowed {provider_name(provider)}" in found.iloc[0]["summary"]
 
 
+@pytest.mark.parametrize("others", [1.6, 6.0])
+def test_a_new_batchs_own_sends_queueing_long_are_its_load_if_the_others_are_not(others):
+    # three hours of a batch of a workflow the history never saw (no spike: it has no usual
+    # size), sent once to each of 1,500 people through the busiest provider: its own sends
+    # there take six times as long (p95 at 6.9 times their threshold, more than LOAD_SLOWS: a
+    # batch queues its own), the provider's other sends then ``others`` times: 1.6 times (2.5
+    # times their thresholds) is the batch's load, no row (a latency row before); six times is
+    # the provider's slowdown
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    provider, workflow = _busiest_pair(week)
+    start = pd.Timestamp("2026-10-28T12:10:00Z")  # a Wednesday
+    people, batch = week.notifications.drop_duplicates("subscriber_id"), week
+    for hour in range(3):
+        some = people.iloc[hour * 500 : (hour + 1) * 500]
+        batch = looped(
+            batch, workflow, start + hour * HOUR, 500, some, named="statement", once=True
+        )
+    jobs, notes = batch.jobs, batch.notifications
+    mine = notes.loc[notes["workflow_identifier"].eq("statement"), "notification_id"]
+    during = jobs["first_execution_at"].between(start, start + 3 * HOUR)
+    hours = jobs["provider_id"].eq(provider) & during
+    own = hours & jobs["notification_id"].isin(mine)
+    assert own.sum() > 1000 and (hours & ~own).sum() > 50  # the case planted
+    found = find_incidents(_later(_later(batch, hours & ~own, others), own, 6.0),
+                           baseline=history)  # fmt: skip
+    if others < 2:
+        assert found.empty, list(found["summary"])
+    else:
+        assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
+
+
 @pytest.mark.parametrize("share", [0.05, 0.5])
 def test_a_loops_load_rate_limiting_a_few_sends_is_the_loops_row_most_of_them_is_not(
     loop_week, share

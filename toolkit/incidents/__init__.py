@@ -218,7 +218,8 @@ share of the provider's sends, retried: "usually" is then the provider's rate), 
 provider_outage below ``outage_rate`` (many codes at once), latency_degradation (dropped when most
 of its slow jobs are a kept row's failures: a retried error slows what it retries; and when at least
 half of its period lies within a volume_spike of a group that sends through its provider, its p95 at
-most three times the usual 90th percentile: the spike's load queued its sends, and the spike's row
+most three times the usual 90th percentile, the sends of the workflow most of its slow sends are
+aside (a batch queues its own): the spike's load queued its sends, and the spike's row
 names the slowdown; a slowdown needs its p95 at least `tables.SLOWER` times the usual 90th
 percentile (each send's own: its workflow's): more sends slower, under that, is a busy evening's
 queue; and more slow sends than

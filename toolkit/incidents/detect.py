@@ -1173,12 +1173,16 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
 
 def _slowness(found: _Found, row: dict) -> None:
     """A latency row's sends: their ``p95`` time to send, the p95 of each one's time over its
-    slow threshold (``slower``: its workflow's, else its pair's), the pair's threshold
-    (``slow_above``) and whether some sends had their workflow's (``own``)."""
+    slow threshold (``slower``: its workflow's, else its pair's; ``others_slower``: of the
+    sends but those of the workflow most slow sends are, ``mostly``, 0 without any), the pair's
+    threshold (``slow_above``) and whether some sends had their workflow's (``own``)."""
     jobs = found.jobs
-    sent = jobs[["time_to_send_s", "slow_above"]].iloc[row["affected"]]
+    sent = jobs[["time_to_send_s", "slow_above", "workflow"]].iloc[row["affected"]]
     row["p95"] = float(sent["time_to_send_s"].quantile(0.95))
-    row["slower"] = float((sent["time_to_send_s"] / sent["slow_above"]).quantile(0.95))
+    over = sent["time_to_send_s"] / sent["slow_above"]
+    row["slower"] = float(over.quantile(0.95))
+    others = over[sent["workflow"].ne(row["mostly"]).fillna(True)] if row.get("mostly") else over
+    row["others_slower"] = float(others.quantile(0.95)) if len(others) else 0.0
     usual = found.slow_above
     pair = (usual["channel"].eq(row["keys"]["channel"]) & usual["provider_id"].eq(row["keys"]["provider_id"])
             & usual["workflow"].isna())  # fmt: skip

@@ -598,7 +598,8 @@ def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     the spike's row's (``slowed``, ``limited``: named in its summary), not a row of its own; a
     burst's that is no spike (`triggered`: sent at once, like its group's usual ones), none.
     A slowdown (rate limit) that began well before the spike, or more than `LOAD_SLOWS` times
-    the usual slow threshold (on more than `LOAD_LIMITS` of the sends), is not its load."""
+    the usual slow threshold (on more than `LOAD_LIMITS` of the sends), is not its load; the
+    sends of the workflow most of its slow sends are (a batch queues its own) aside."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
@@ -644,8 +645,8 @@ def _own_burst(season: Season, row: dict) -> bool:
 
 def _loaded(row: dict) -> bool:
     """Whether ``row`` is of a kind a load makes, no more than a load makes it."""
-    if row["kind"] == "latency_degradation":
-        return row["slower"] <= LOAD_SLOWS
+    if row["kind"] == "latency_degradation":  # the others' sends: a batch queues its own
+        return row["others_slower"] <= LOAD_SLOWS
     return row["kind"] == "error_spike" and row.get("throttled") and row["rate"] <= LOAD_LIMITS
 
 
