@@ -234,7 +234,7 @@ class Scan:
         tested against, when that is smaller, the periods marked left out), its days' and its
         history buckets' (``bucket_spread * expected`` over as many as it spans, at least 1).
         A period of a day or more varies with its days by ``spread * expected`` over them; one
-        shorter has its day's level as the half day either side shows it (`_around`): whole
+        shorter has its day's level as the rest of the day around it shows it (`_around`): whole
         days vary together by ``spread``, a gamma law of mean 1, whose posterior given the
         events and expected events there (quasi-Poisson) is the level's mean and variance. A
         bad day raises the hours around too; a period failing more than the hours around it
@@ -257,8 +257,9 @@ class Scan:
         return level, phi + over + buckets
 
     def _around(self, group: int, first: int, stop: int) -> np.ndarray:
-        """The buckets within half a day either side of ``[first, stop)``, not marked."""
-        reach = max(1, round(0.5 / self.bucket_days)) if self.bucket_days else 0
+        """The rest of the day centred on ``[first, stop)`` (as long either side), not marked."""
+        days = (stop - first) * self.bucket_days
+        reach = max(1, round((1 - days) / 2 / self.bucket_days)) if self.bucket_days else 0
         near = np.zeros(self.events.shape[1], dtype=bool)
         near[max(0, first - reach) : first] = True
         near[stop : stop + reach] = True
