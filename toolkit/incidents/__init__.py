@@ -165,12 +165,11 @@ changed). Whole days of a group's failures vary together too (a carrier's bad da
 relative variance beyond their buckets', measured on at least two weeks of days of the
 history, the fifth departing most left out (`rates.day_spread`), adds ``spread * e**2 / d`` to
 the variance of a period of ``d`` days (at least 1) and ``e`` expected failures; a period under
-a day is compared at its day's level instead, as the half day either side shows it (the posterior
-of a gamma law of mean 1 and variance ``spread`` given the failures and expected failures there,
-quasi-Poisson: its mean multiplies the period's expected failures, its variance times ``e**2`` is
-added; `scan.Scan.period_law`): a bad day raises the hours around too, and hours failing more than
-the hours around them are no bad day. A provider's
-buckets vary as a whole too (its bad hours: its load, its own trouble, its codes failing more
+a day is compared at its day's level instead, as the rest of the 24 hours centred on it shows it
+(the posterior of a gamma law of mean 1 and variance ``spread`` given the failures and expected
+failures there, quasi-Poisson: its mean multiplies the period's expected failures, its variance
+times ``e**2`` is added; `scan.Scan.period_law`): a bad day raises the hours around too, and hours
+failing more than the hours around them are no bad day. A provider's buckets vary as a whole too (its bad hours: its load, its own trouble, its codes failing more
 together): its failures' variance at a bucket of ``e`` expected is ``a * e + b * e**2``, ``b``
 the least-squares line of the history's squared Pearson residuals on ``e``, its buckets in a
 far tail of that law left out (`rates.bucket_spread`; 0 with fewer than two weeks of buckets of
