@@ -110,11 +110,18 @@ def test_a_bad_day_of_a_rate_that_wanders_from_day_to_day_is_no_incident():
     assert found["started_at"].iloc[0] < hours[1] and found["ended_at"].iloc[0] > hours[0]
 
 
-def test_how_much_whole_days_vary_is_measured():
-    rng = np.random.default_rng(0)
+def _four_weeks(rng, night: float, day: float):
+    """Four weeks of hourly buckets from Oct 1 and the window's day after them: ``(start,
+    step, window, trials)``, the trials Poisson of mean ``night`` at 0-8 UTC, ``day`` after."""
     start, step = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta("1h")
     window = (pd.Timestamp("2026-10-29", tz="UTC"), step, 24)
-    trials = rng.poisson(np.tile(np.r_[np.full(8, 5.0), np.full(16, 40.0)], 28))[None]
+    trials = rng.poisson(np.tile(np.r_[np.full(8, night), np.full(16, day)], 28))[None]
+    return start, step, window, trials
+
+
+def test_how_much_whole_days_vary_is_measured():
+    rng = np.random.default_rng(0)
+    start, step, window, trials = _four_weeks(rng, 5.0, 40.0)
     steady = rng.binomial(trials, 0.03)
     assert rates.learn(steady, trials, start, step, window, "the baseline").spread[0] < 0.03
     day = np.repeat(rng.lognormal(0, 0.4, 28), 24)  # each day's rate: 0.03 times a draw
@@ -130,9 +137,7 @@ def test_how_much_whole_days_vary_is_measured():
 
 def test_how_much_buckets_vary_is_measured():
     rng = np.random.default_rng(1)
-    start, step = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta("1h")
-    window = (pd.Timestamp("2026-10-29", tz="UTC"), step, 24)
-    trials = rng.poisson(np.tile(np.r_[np.full(8, 20.0), np.full(16, 150.0)], 28))[None]
+    start, step, window, trials = _four_weeks(rng, 20.0, 150.0)
     steady = rng.binomial(trials, 0.03)
     assert (
         rates.learn(steady, trials, start, step, window, "the baseline", True).bucket_spread[0]
