@@ -151,6 +151,60 @@ def test_how_much_buckets_vary_is_measured():
     assert rates.learn(wandering, trials, start, step, window, "the baseline").bucket_spread[0] == 0
 
 
+def test_how_much_a_rate_follows_the_services_load_is_measured():
+    # the service sends its hours' usual load but for bursts (a campaign, a weekly report) of
+    # 2 to 6 times it in one hour of ten; a group failing 3% times the load's ratio to its
+    # hour's usual to the power 0.7 follows it (its window's hour at 4 times the load: about
+    # 4**0.7 = 2.6 times the rate of a usual hour); a steady group and one whose bursts of
+    # failures come at other hours (its incidents) do not
+    rng = np.random.default_rng(2)
+    start, step, window, usual = _four_weeks(rng, 40.0, 300.0)
+    ratio = np.where(rng.random(usual.shape[1]) < 0.1, rng.uniform(2, 6, usual.shape[1]), 1.0)
+    trials = rng.poisson(usual * ratio)
+    now = np.r_[np.full(8, 40.0), np.full(16, 300.0)]
+    now[12] *= 4
+    load = trials.sum(0).astype(float), now
+    following = rng.binomial(trials, 0.03 * ratio**0.7)
+    learnt = rates.learn(following, trials, start, step, window, "the baseline", load=load)
+    assert learnt.by_load == 1
+    assert 2.2 < learnt.weight[0, 12] / learnt.weight[0, 13] < 3.1
+    assert 2.2 < learnt.weigh(0, window[0].value + np.array([12, 12]) * step.value,
+                              pd.Timedelta(0)) / learnt.weigh(0, window[0].value + np.array([13, 13]) * step.value, pd.Timedelta(0)) < 3.1  # fmt: skip
+    steady = rng.binomial(trials, 0.03)
+    hit = steady.copy()
+    elsewhere = np.flatnonzero(ratio == 1)[::20]
+    hit[0, elsewhere] = rng.binomial(trials[0, elsewhere], 0.2)
+    for counts in (steady, hit):
+        learnt = rates.learn(counts, trials, start, step, window, "the baseline", load=load)
+        assert learnt.by_load == 0 and learnt.load is None
+
+
+def test_failures_that_follow_the_services_load_are_no_incident_at_a_busy_hour():
+    # a provider failing 1% times the service's load over its hour's usual (all its jobs, any
+    # provider's: a campaign, a weekly report) in the four weeks before as in the window: the
+    # window's busiest hours for their load are no incident (without the load's law measured:
+    # a failure row); four hours at 40% still are
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    hours = pd.concat([week.jobs, history.jobs])["first_execution_at"].dt.floor("h")
+    load = hours.value_counts().sort_index()
+    usual = load.groupby(load.index.hour).transform("mean")
+    share = (0.01 * (load / usual) ** 1.5).clip(upper=0.5)
+    provider = week.jobs["provider_id"].value_counts().index[0]
+    rng = np.random.default_rng(3)
+    week = fail_more(week, provider, "429", share, rng, hours=range(24))
+    history = fail_more(history, provider, "429", share, rng, hours=range(24))
+    found = find_incidents(week, baseline=history)
+    assert found.empty, list(found["summary"])
+    assert "follow the service's load" in found.attrs["baseline"]
+    busy = share[share.index >= after].idxmax()
+    during = (busy - pd.Timedelta(hours=4), busy)
+    risen = fail_more(week, provider, "503", 0.4, rng, hours=range(24), during=during)
+    found = find_incidents(risen, baseline=history)
+    assert len(found) == 1 and found["provider_id"].iloc[0] == provider, list(found["summary"])
+    assert found["started_at"].iloc[0] < during[1] and found["ended_at"].iloc[0] > during[0]
+
+
 def test_a_providers_bad_hour_is_no_incident_of_its_codes():
     # a provider whose failure rate is its own each hour (its load, its own trouble): 1% times
     # a lognormal draw per hour (mean 1), with each of two codes, in the four weeks before as

@@ -50,6 +50,9 @@ CREDENTIAL_WORDS = re.compile(
 #: also the share of a provider's failures one domain must have to be that domain's bounces,
 #: and the share of an outage's failed jobs that the service retried.
 MOST = 0.5
+#: The scans whose buckets vary as a whole beyond their dispersion (`rates.bucket_spread`): a
+#: provider's bad hours fail its sends together, and its queue slows a bucket's sends together.
+SPREAD_SCANS = ("provider", "latency")
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4
 #: The scans each kind needs.
@@ -560,8 +563,10 @@ class _Found:
         spans = 1.0 if self.base is None else self.grid.step / self.hourly[1]
         # failure rates (by hour where they vary) and their dispersion: `rates`
         learnt = None
+        spread = name in SPREAD_SCANS
         if self.base is None and not spec.low:
-            learnt = rates.learn(*own, self._buckets, "the window", name == "provider")
+            load = trials.sum(0), trials.sum(0)  # the service's load: all its groups' trials
+            learnt = rates.learn(*own, self._buckets, "the window", spread, load)
         if self.base is not None:
             base, count = self.base[spec.unit], 1 if spec.low else self.hourly[2]
             tried, met = _population(base, name)
@@ -580,16 +585,18 @@ class _Found:
             reference = (k.sum(1), n.sum(1))
             reference[0][new], reference[1][new] = events[new].sum(1), own[1][new].sum(1)
             if not spec.low:  # their rates from the baseline, the others' from the window
+                load = sum(n_of.values(), none), trials.sum(0)
                 learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline",
-                                     name == "provider")  # fmt: skip
+                                     spread, load)  # fmt: skip
                 if new.any():
                     mine = rates.learn(events[new], own[1][new], *own[2:],
-                                       self._buckets, "the window", name == "provider")  # fmt: skip
+                                       self._buckets, "the window", spread)  # fmt: skip
                     learnt.dispersion[new], learnt.spread[new] = mine.dispersion, mine.spread
                     learnt.bucket_spread[new] = mine.bucket_spread * spans  # per history bucket
                     learnt.varies[new] = False
-                    if learnt.weight is not None:
-                        learnt.weight[new] = 1.0
+                    for weights in (learnt.weight, learnt.load):
+                        if weights is not None:
+                            weights[new] = 1.0
         if learnt is None:
             learnt = rates.Rates(None, np.ones(len(events)), np.zeros(len(events), bool))
         if name == "latency":  # slower than its workflows and its hours usually are

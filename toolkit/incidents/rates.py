@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.special import betainc, gammainc, gammaincc
+from scipy.stats import norm
 
 from toolkit.incidents.scan import flat_dispersion
 from toolkit.incidents.season import MIN_WEEKS, relative_spread, variance_line
@@ -70,6 +71,8 @@ BUCKET_EVENTS = 2.0
 #: Share of the days of largest departure left out of `day_spread`: the history's incidents,
 #: among them the first days of a failure rate climbing for days.
 DAY_TRIM = 0.2
+#: The largest power of the load a rate may follow (`load_law`).
+MAX_LOAD_POWER = 3.0
 DAY, HOUR = pd.Timedelta(days=1), pd.Timedelta(hours=1)
 
 
@@ -92,6 +95,9 @@ class Rates:
     width: pd.Timedelta = HOUR
     spread: np.ndarray | None = None
     bucket_spread: np.ndarray | None = None
+    load: np.ndarray | None = None
+    buckets: tuple[pd.Timestamp, pd.Timedelta] | None = None
+    by_load: int = 0
 
     def __post_init__(self) -> None:
         if self.spread is None:
@@ -106,6 +112,10 @@ class Rates:
         slot of the week ``shift`` later (as many as they are where the rate is flat), times
         its ``scale`` (default 1)."""
         scale = np.ones(len(at)) if scale is None else scale
+        if self.load is not None:  # and by its bucket's load (`load_law`), not shifted
+            start, step = self.buckets
+            bucket = np.clip((at - start.value) // step.value, 0, self.load.shape[1] - 1)
+            scale = scale * self.load[group, bucket]
         if self.profiles is None or not self.varies[group]:
             return float(scale.sum())
         slot = ((at + shift.value) // self.width.value) % self.profiles.shape[1]
@@ -115,16 +125,19 @@ class Rates:
 def describe(learnt: list[Rates]) -> str:
     """What failure rates were compared with, in words (``attrs["baseline"]``)."""
     weeks, what = max(one.weeks for one in learnt), learnt[0].what
+    by_load = sum(one.by_load for one in learnt)
+    load = (f"; {by_load} groups' rates follow the service's load beyond their hours' usual"
+            if by_load else "")  # fmt: skip
     if weeks < MIN_WEEKS:
         return (f"flat failure rates ({what} spans fewer than {MIN_WEEKS} weeks with jobs: too short for "
-                "rates by hour of the day)")  # fmt: skip
+                f"rates by hour of the day){load}")  # fmt: skip
     varies = sum(int(one.varies.sum()) for one in learnt)
     groups = sum(len(one.varies) for one in learnt)
     by_week = sum(one.by_week for one in learnt)
     week = f" ({by_week} of them by hour of the week too)" if by_week else ""
     return (
         f"failure rates by hour of the day from the {weeks} weeks of {what} for the "
-        f"{varies} of {groups} groups whose rate varies by hour{week}, the others flat"
+        f"{varies} of {groups} groups whose rate varies by hour{week}, the others flat{load}"
     )
 
 
@@ -136,11 +149,14 @@ def learn(
     window: tuple[pd.Timestamp, pd.Timedelta, int],
     what: str,
     buckets: bool = False,
+    load: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Rates:
     """The `Rates` of event groups from their history: ``events`` and ``trials`` (groups x
     buckets of ``step`` from ``start``), for the window's buckets ``(start, step, count)``;
     ``what`` names the history ("the baseline", "the window"); with ``buckets``, how much
-    its buckets vary (`bucket_spread`; else 0)."""
+    its buckets vary (`bucket_spread`; else 0); with ``load`` (the service's trials in each
+    bucket of the history and of the window), how much each group's rate follows it
+    (`load_law`)."""
     dispersion = np.ones(len(events))
     varies = np.zeros(len(events), dtype=bool)
     slots = DAY // step if step <= DAY and DAY % step == pd.Timedelta(0) else 0
@@ -148,6 +164,11 @@ def learn(
     if weeks:  # weeks without a trial (before a service's history begins) are no history
         weekly = trials[:, : weeks * 7 * slots].sum(0).reshape(weeks, 7 * slots)
         weeks = int((weekly.sum(1) > 0).sum())
+    factor = None  # each group's rate at the window's load over its hours' usual (`load_law`)
+    if slots and load is not None:  # the profiles are then of the rates beyond the load
+        factor, history = _load_factors(events, trials, load, (start, step), window, slots)
+        trials = trials * history
+    by_load = 0 if factor is None else int((factor != 1).any(1).sum())
     profiles = np.ones((len(events), max(7 * slots, 1)))  # by slot of the week
     by_week = 0
     for group in range(len(events)):
@@ -173,12 +194,73 @@ def learn(
                 bucket[group] = bucket_spread(events[group], weighed)
             spread[group] = day_spread(events[group], weighed, dates - dates[0],
                                        dispersion[group], bucket[group])  # fmt: skip
-    if not varies.any():
+    if not varies.any() and not by_load:
         return Rates(None, dispersion, varies, weeks, what, spread=spread, bucket_spread=bucket)
-    covered = _slots_covered(*window, step, 7 * slots)
     weight = np.ones((len(events), window[2]))
-    weight[varies] = profiles[varies][:, covered].mean(2)
-    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step, spread, bucket)
+    if varies.any():
+        weight[varies] = profiles[varies][:, _slots_covered(*window, step, 7 * slots)].mean(2)
+    if by_load:
+        weight *= factor
+    return Rates(weight, dispersion, varies, weeks, what, by_week, profiles, step, spread, bucket,
+                 factor if by_load else None, window[:2], by_load)  # fmt: skip
+
+
+def load_law(events: np.ndarray, expected: np.ndarray, ratio: np.ndarray, phi: float,
+             level: float) -> float:  # fmt: skip
+    """How much a group's rate follows the service's load: the ``g`` of a rate ``ratio**g``
+    times its slot's (``expected`` events in buckets whose load is ``ratio`` times their slots'
+    usual, fitted with a level of its own: the quasi-Poisson maximum likelihood on all buckets,
+    then on those not in a tail of its law beyond `TAIL`), 0 unless above 0 at ``level``
+    (one-sided, dispersion ``phi``). A provider throttles and queues more when the service
+    sends more than its hour's usual (a weekly report, a campaign): its failures and slow
+    sends rise with the load, whoever sent it."""
+    x = np.log(ratio)
+    sent = expected > 0
+    if (expected[sent] >= BUCKET_EVENTS).sum() < SPREAD_DAYS or not x[sent].any():
+        return 0.0
+    k, e, x = events[sent], expected[sent], x[sent]
+    kept, fit = np.ones(len(k), dtype=bool), np.zeros(2)
+    for _ in range(5):  # then the history's incidents (beyond `TAIL` of the fitted law) left out
+        design = np.stack([np.ones(kept.sum()), x[kept]], 1)  # a level and the power g
+        for _ in range(20):  # Newton's steps on the Poisson log-likelihood
+            fitted = e[kept] * np.exp(design @ fit)
+            curve = design.T @ (design * fitted[:, None])
+            if np.linalg.det(curve) <= 0:
+                return 0.0
+            step = np.linalg.solve(curve, design.T @ (k[kept] - fitted))
+            fit = np.clip(fit + step, -MAX_LOAD_POWER, MAX_LOAD_POWER)
+            if np.abs(step).max() < 1e-6:
+                break
+        now = _likely(k, e * np.exp(fit[0] + fit[1] * x), phi)
+        if (now == kept).all():
+            break
+        kept = now
+    g = float(fit[1])
+    return g if g > 0 and g / np.sqrt(phi * np.linalg.inv(curve)[1, 1]) >= norm.isf(level) else 0.0
+
+
+def _load_factors(events, trials, load, history, window, slots):
+    """Each group's `load_law` factor ``ratio**g`` in the window's buckets and in the
+    history's (groups x buckets each; 1 where a group's rate does not follow the load):
+    ``ratio`` a bucket's load over its slot of the day's usual load (the median of the
+    history's buckets there: its ordinary hours, not its bursts), its flat rate's expected."""
+    (before, now), (start, step) = load, history
+    day = _slot_of(start, step, len(before), step, slots)
+    sent = before > 0
+    usual = np.array([np.median(before[sent & (day == slot)]) if (sent & (day == slot)).any()
+                      else 0.0 for slot in range(slots)])  # fmt: skip
+    then = np.where(sent & (usual[day] > 0), before / np.maximum(usual[day], 1e-12), 1.0)
+    expected = usual[_slots_covered(*window, step, slots)].mean(1) * (window[1] / step)
+    ratio = np.where((now > 0) & (expected > 0), now / np.maximum(expected, 1e-12), 1.0)
+    out, into = np.ones(trials.shape), np.ones((len(events), window[2]))
+    for group in range(len(events)):
+        k, n = events[group], trials[group]
+        mean = k.sum() / n.sum() if n.sum() else 0.0
+        g = load_law(k, n * mean, then, flat_dispersion(k, n), PROFILE_ALPHA / len(events))
+        if g:  # its mean over the history's trials 1
+            scale = (n * then**g).sum() / n.sum()
+            out[group], into[group] = then**g / scale, ratio**g / scale
+    return into, out
 
 
 def bucket_spread(events: np.ndarray, weighed: np.ndarray) -> float:
