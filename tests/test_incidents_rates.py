@@ -179,32 +179,6 @@ def test_how_much_a_rate_follows_the_services_load_is_measured():
         assert learnt.by_load == 0 and learnt.load is None
 
 
-def test_failures_that_follow_the_services_load_are_no_incident_at_a_busy_hour():
-    # a provider failing 1% times the service's load over its hour's usual (all its jobs, any
-    # provider's: a campaign, a weekly report) in the four weeks before as in the window: the
-    # window's busiest hours for their load are no incident (without the load's law measured:
-    # a failure row); four hours at 40% still are
-    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
-    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
-    hours = pd.concat([week.jobs, history.jobs])["first_execution_at"].dt.floor("h")
-    load = hours.value_counts().sort_index()
-    usual = load.groupby(load.index.hour).transform("mean")
-    share = (0.01 * (load / usual) ** 1.5).clip(upper=0.5)
-    provider = week.jobs["provider_id"].value_counts().index[0]
-    rng = np.random.default_rng(3)
-    week = fail_more(week, provider, "429", share, rng, hours=range(24))
-    history = fail_more(history, provider, "429", share, rng, hours=range(24))
-    found = find_incidents(week, baseline=history)
-    assert found.empty, list(found["summary"])
-    assert "follow the service's load" in found.attrs["baseline"]
-    busy = share[share.index >= after].idxmax()
-    during = (busy - pd.Timedelta(hours=4), busy)
-    risen = fail_more(week, provider, "503", 0.4, rng, hours=range(24), during=during)
-    found = find_incidents(risen, baseline=history)
-    assert len(found) == 1 and found["provider_id"].iloc[0] == provider, list(found["summary"])
-    assert found["started_at"].iloc[0] < during[1] and found["ended_at"].iloc[0] > during[0]
-
-
 def test_a_providers_bad_hour_is_no_incident_of_its_codes():
     # a provider whose failure rate is its own each hour (its load, its own trouble): 1% times
     # a lognormal draw per hour (mean 1), with each of two codes, in the four weeks before as

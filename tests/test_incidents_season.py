@@ -14,7 +14,7 @@ from toolkit import delivery_counts, metrics, open_store
 from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity
-from toolkit.incidents import find_incidents, scan, season, volume
+from toolkit.incidents import detect, find_incidents, scan, season, volume
 from toolkit.sandbox.seed.shaped import Traffic, shaped_traffic
 from toolkit.words import provider_name
 
@@ -379,10 +379,13 @@ def queued(activity, provider, workflow, times):
 
 
 def _later(activity, mine, times):
-    """``activity`` with the jobs ``mine`` (a mask of its jobs) ``times`` as long to deliver."""
+    """``activity`` with the jobs ``mine`` (a mask of its jobs) ``times`` as long to deliver
+    (a number, or a Series by job id)."""
     notes, jobs, details = activity
     first = details["job_id"].map(jobs.loc[mine].set_index("job_id")["first_execution_at"])
     late = first.notna() & details["status"].eq("Success")
+    if isinstance(times, pd.Series):
+        times = details["job_id"].map(times).fillna(1.0).astype("float64").to_numpy()
     later = first + (details["created_at"] - first) * times
     return type(activity)(
         notes, jobs, details.assign(created_at=later.where(late, details["created_at"]))
@@ -483,6 +486,44 @@ def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     found = find_incidents(slow, baseline=history)
     assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
     assert found["provider_id"].iloc[0] == provider
+
+
+def test_sends_slower_as_the_service_sends_more_than_its_hours_usual_are_the_loads(
+    loop_week, monkeypatch
+):
+    # the loop's provider's sends take (the service's jobs in their hour over the median of
+    # that hour of the day) times as long, in the four weeks before (a weekly newsletter's
+    # hour, 5.7 times its usual load, queues every send) as in the loop's week: the loop's
+    # hour (2.2 times) slows them as much as such a load usually does, so the spike's row
+    # names no slowdown (without the load's law measured, "its load slowed" them); three
+    # times as slow again for four hours of a quiet evening is a slowdown
+    loop, history, provider, start = loop_week
+    hours = pd.concat([loop.jobs, history.jobs])["first_execution_at"].dt.floor("h")
+    load = hours.value_counts().sort_index()
+    ratio = (load / load.groupby(load.index.hour).transform("median")).clip(lower=1.0)
+
+    def follow(activity):
+        jobs = activity.jobs
+        times = jobs["first_execution_at"].dt.floor("h").map(ratio).fillna(1.0)
+        mine = jobs["provider_id"].eq(provider).fillna(False)
+        return _later(activity, mine, times.set_axis(jobs["job_id"]))
+
+    loop, history = follow(loop), follow(history)
+    assert ratio[start.floor("h")] > 2  # the case planted
+    found = find_incidents(loop, baseline=history)
+    assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
+    assert "slowed" not in found["summary"].iloc[0]
+    assert "follow the service's load" in found.attrs["baseline"]
+    with monkeypatch.context() as patch:
+        patch.setattr(detect, "LOAD_SCANS", ())
+        found = find_incidents(loop, baseline=history)
+    assert f"its load slowed {provider_name(provider)}" in found["summary"].iloc[0]
+    evening = pd.Timestamp("2026-10-29T18:00:00Z")
+    for hour in [evening + n * HOUR for n in range(4)]:
+        loop = slowed(loop, provider, hour, 3.0)
+    found = find_incidents(loop, baseline=history)
+    assert found["kind"].tolist() == ["volume_spike", "latency_degradation"], list(found["summary"])
+    assert found["provider_id"].iloc[1] == provider
 
 
 def _busiest_pair(week):

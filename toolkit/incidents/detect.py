@@ -53,6 +53,11 @@ MOST = 0.5
 #: The scans whose buckets vary as a whole beyond their dispersion (`rates.bucket_spread`): a
 #: provider's bad hours fail its sends together, and its queue slows a bucket's sends together.
 SPREAD_SCANS = ("provider", "latency")
+#: The scans whose rates may follow the service's load (`rates.load_law`): a queue slows every
+#: send when the service sends more than its hours usually do. (Failures too was measured: a
+#: provider's rate limits bite at its own load, and a power of the service's misweighed its usual
+#: hours: SES Throttling rows of days on Tidewater.)
+LOAD_SCANS = ("latency",)
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4
 #: The scans each kind needs.
@@ -565,7 +570,8 @@ class _Found:
         learnt = None
         spread = name in SPREAD_SCANS
         if self.base is None and not spec.low:
-            load = trials.sum(0), trials.sum(0)  # the service's load: all its groups' trials
+            # the service's load (all its groups' sends) where it slows them (`LOAD_SCANS`)
+            load = (trials.sum(0), trials.sum(0)) if name in LOAD_SCANS else None
             learnt = rates.learn(*own, self._buckets, "the window", spread, load)
         if self.base is not None:
             base, count = self.base[spec.unit], 1 if spec.low else self.hourly[2]
@@ -585,7 +591,7 @@ class _Found:
             reference = (k.sum(1), n.sum(1))
             reference[0][new], reference[1][new] = events[new].sum(1), own[1][new].sum(1)
             if not spec.low:  # their rates from the baseline, the others' from the window
-                load = sum(n_of.values(), none), trials.sum(0)
+                load = (sum(n_of.values(), none), trials.sum(0)) if name in LOAD_SCANS else None
                 learnt = rates.learn(k, n, *self.hourly[:2], self._buckets, "the baseline",
                                      spread, load)  # fmt: skip
                 if new.any():

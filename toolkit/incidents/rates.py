@@ -19,6 +19,14 @@ days in every week, its highest bucket aside (at `PROFILE_ALPHA` over the groups
 sends slower every Monday morning under a weekly batch's load; a one-off incident is one
 bucket, aside), has its own rate, pooled as the day's slots are (`_by_week`).
 
+*Load.* A provider queues (throttles) more when the service sends more than its hours
+usually do (a weekly report, a campaign), whoever sent it: a group's rate is ``ratio**g`` times
+its hours', ``ratio`` a bucket's load (the service's trials, all groups') over the median of its
+hour of the day in the history, ``g`` the quasi-Poisson fit on the history (with a level of its
+own, its incidents left out), believed above 0 at `PROFILE_ALPHA` over the groups
+(`load_law`). The profiles are then learnt on the trials weighed by it; the window's buckets are
+weighed by it at their own load.
+
 *A job's own slot.* A period's jobs are weighed by the rate of their own slot (`Rates.weigh`),
 not their bucket's mean (a window's buckets may be three hours), and by those an hour earlier
 and an hour later: a period whose rate is its hours' usual rate an hour off (the clocks changed
