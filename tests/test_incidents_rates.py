@@ -170,6 +170,13 @@ def test_how_much_a_rate_follows_the_services_load_is_measured():
     assert 2.2 < learnt.weight[0, 12] / learnt.weight[0, 13] < 3.1
     assert 2.2 < learnt.weigh(0, window[0].value + np.array([12, 12]) * step.value,
                               pd.Timedelta(0)) / learnt.weigh(0, window[0].value + np.array([13, 13]) * step.value, pd.Timedelta(0)) < 3.1  # fmt: skip
+    minutes = (window[0], pd.Timedelta("1min"), 24 * 60)  # a batch's hour sent in its first minute
+    at_once = np.zeros(24 * 60)
+    at_once[::60] = now
+    fine = rates.learn(
+        following, trials, start, step, minutes, "the baseline", load=(load[0], at_once)
+    )
+    assert np.allclose(fine.load[0].reshape(24, 60), learnt.load[0][:, None])
     steady = rng.binomial(trials, 0.03)
     hit = steady.copy()
     elsewhere = np.flatnonzero(ratio == 1)[::20]

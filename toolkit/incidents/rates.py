@@ -251,14 +251,21 @@ def _load_factors(events, trials, load, history, window, slots):
     """Each group's `load_law` factor ``ratio**g`` in the window's buckets and in the
     history's (groups x buckets each; 1 where a group's rate does not follow the load):
     ``ratio`` a bucket's load over its slot of the day's usual load (the median of the
-    history's buckets there: its ordinary hours, not its bursts), its flat rate's expected."""
+    history's buckets there: its ordinary hours, not its bursts; a window's bucket finer than
+    the history's at the pace of the history's bucket it is in: a batch's minute is not its
+    hour's load), its flat rate's expected."""
     (before, now), (start, step) = load, history
     day = _slot_of(start, step, len(before), step, slots)
     sent = before > 0
     usual = np.array([np.median(before[sent & (day == slot)]) if (sent & (day == slot)).any()
                       else 0.0 for slot in range(slots)])  # fmt: skip
     then = np.where(sent & (usual[day] > 0), before / np.maximum(usual[day], 1e-12), 1.0)
-    expected = usual[_slots_covered(*window, step, slots)].mean(1) * (window[1] / step)
+    scale = window[1] / step
+    if scale < 1:  # buckets finer than the history's: each at its whole bucket's of history
+        begin = window[0].value + np.arange(window[2], dtype="int64") * window[1].value
+        whole, count = np.unique(begin // step.value, return_inverse=True, return_counts=True)[1:]
+        now = np.bincount(whole, now)[whole] / count[whole]  # (a part at its part's pace)
+    expected = usual[_slots_covered(*window, step, slots)].mean(1) * scale
     ratio = np.where((now > 0) & (expected > 0), now / np.maximum(expected, 1e-12), 1.0)
     out, into = np.ones(trials.shape), np.ones((len(events), window[2]))
     for group in range(len(events)):
