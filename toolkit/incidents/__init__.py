@@ -175,7 +175,8 @@ the least-squares line of the history's squared Pearson residuals on ``e``, its 
 far tail of that law left out (`rates.bucket_spread`; 0 with fewer than two weeks of buckets of
 two expected failures), and a period of its codes and domains spanning ``h`` history buckets (at
 least 1) adds ``b * e**2 / h``: a batch's busy hour varies by far more than its quiet hours'
-dispersion says. A pair's slow share may follow the service's load too (its sends in all pairs,
+dispersion says. A pair's slow sends have their own ``b`` the same way (a queue slows a bucket's
+sends together: `detect.SPREAD_SCANS`). A pair's slow share may follow the service's load too (its sends in all pairs,
 over the median of the same hour of the day in the history): ``ratio**g`` times its hours',
 ``g`` fitted on the history with a level of its own and believed above 0 at 1% over the pairs
 (`rates.load_law`; `detect.LOAD_SCANS`): a provider queues its sends at a weekly report's hour

@@ -286,7 +286,8 @@ def bucket_spread(events: np.ndarray, weighed: np.ndarray) -> float:
     `TAIL` (the history's incidents; to start with, of a Poisson law) left out; 0 with fewer
     than `SPREAD_DAYS` buckets of at least `BUCKET_EVENTS` expected. A provider has bad hours
     (its load, its own trouble) in which its codes fail more together: its busiest hours (a
-    batch's) vary by far more than its quiet hours' dispersion says."""
+    batch's) vary by far more than its quiet hours' dispersion says; its queue slows a bucket's
+    sends together."""
     mean = events.sum() / weighed.sum() if weighed.sum() else 0.0
     expected = weighed * mean
     if mean <= 0 or (expected >= BUCKET_EVENTS).sum() < SPREAD_DAYS:
