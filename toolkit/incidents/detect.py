@@ -54,9 +54,9 @@ MOST = 0.5
 #: provider's bad hours fail its sends together, and its queue slows a bucket's sends together.
 SPREAD_SCANS = ("provider", "latency")
 #: The scans whose rates may follow the service's load (`rates.load_law`): a queue slows every
-#: send when the service sends more than its hours usually do. (Failures too was measured: a
-#: provider's rate limits bite at its own load, and a power of the service's misweighed its usual
-#: hours: SES Throttling rows of days on Tidewater.)
+#: send when the service sends more than its hours usually do. Failures were measured with it
+#: too and left out: the power of the relative load misweighed a provider's ordinary hours
+#: (Tidewater gained SES Throttling rows lasting days).
 LOAD_SCANS = ("latency",)
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4

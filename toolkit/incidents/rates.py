@@ -219,9 +219,9 @@ def load_law(events: np.ndarray, expected: np.ndarray, ratio: np.ndarray, phi: f
     times its slot's (``expected`` events in buckets whose load is ``ratio`` times their slots'
     usual, fitted with a level of its own: the quasi-Poisson maximum likelihood on all buckets,
     then on those not in a tail of its law beyond `TAIL`), 0 unless above 0 at ``level``
-    (one-sided, dispersion ``phi``). A provider throttles and queues more when the service
-    sends more than its hour's usual (a weekly report, a campaign): its failures and slow
-    sends rise with the load, whoever sent it."""
+    (one-sided, dispersion ``phi``). A provider queues its sends more when the service sends
+    more than its hour's usual (a weekly report, a campaign), whoever sent it: its slow sends
+    rise with the load (the scans that use it: `toolkit.incidents.detect.LOAD_SCANS`)."""
     x = np.log(ratio)
     sent = expected > 0
     if (expected[sent] >= BUCKET_EVENTS).sum() < SPREAD_DAYS or not x[sent].any():
@@ -273,8 +273,8 @@ def _load_factors(events, trials, load, history, window, slots):
         mean = k.sum() / n.sum() if n.sum() else 0.0
         g = load_law(k, n * mean, then, flat_dispersion(k, n), PROFILE_ALPHA / len(events))
         if g:  # its mean over the history's trials 1
-            scale = (n * then**g).sum() / n.sum()
-            out[group], into[group] = then**g / scale, ratio**g / scale
+            mean_factor = (n * then**g).sum() / n.sum()
+            out[group], into[group] = then**g / mean_factor, ratio**g / mean_factor
     return into, out
 
 
