@@ -449,22 +449,31 @@ def test_a_new_batchs_own_sends_queueing_long_are_its_load_if_the_others_are_not
         assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
 
 
-@pytest.mark.parametrize("share", [0.05, 0.5])
+@pytest.mark.parametrize(
+    ("share", "code", "said"),
+    [
+        (0.05, "rate_limit_exceeded", "rate limited"),
+        (0.5, "rate_limit_exceeded", None),
+        (0.05, "service_unavailable", "failed by the provider"),
+        (0.05, "invalid_payload", None),
+    ],
+)
 def test_a_loops_load_rate_limiting_a_few_sends_is_the_loops_row_most_of_them_is_not(
-    loop_week, share
+    loop_week, share, code, said
 ):
-    # the provider rate limits a share of the sends in the loop's hour: a few (a load's) are
-    # named in the loop's row; half of them is a cause of its own, an error spike too
+    # the provider rate limits (its servers refuse) a share of the sends in the loop's hour: a
+    # few (a load's) are named in the loop's row; half of them is a cause of its own, an error
+    # spike too, and so is a payload error, which no load makes
     loop, history, provider, start = loop_week
     jobs = loop.jobs
     hour = jobs[jobs["provider_id"].eq(provider)
                 & jobs["first_execution_at"].between(start, start + HOUR)]  # fmt: skip
     limited = hour["job_id"].sample(frac=share, random_state=2)
-    found = find_incidents(failed_later(loop, limited, "rate_limit_exceeded"), baseline=history)
-    if share < volume.LOAD_LIMITS:
+    found = find_incidents(failed_later(loop, limited, code), baseline=history)
+    if said:
         assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
         named = f"its load had {provider_name(provider)}"
-        assert named in found.iloc[0]["summary"] and "rate limited" in found.iloc[0]["summary"]
+        assert named in found.iloc[0]["summary"] and said in found.iloc[0]["summary"]
     else:
         assert sorted(found["kind"]) == ["error_spike", "volume_spike"], list(found["summary"])
 

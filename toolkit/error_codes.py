@@ -7,12 +7,19 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["RATE_LIMITED", "error_code"]
+__all__ = ["RATE_LIMITED", "SERVER_ERROR", "error_code"]
 
 #: Error codes and messages that say a provider is rate limiting the sends (any provider): it
 #: is up, throttling them.
 RATE_LIMITED = re.compile(
     r"rate[_ -]?(?:limit|exceed)|throttl|too[_ ]?many[_ ]?(?:requests|messages)|\b(?:20)?429\b",
+    re.IGNORECASE,
+)
+#: Error codes and messages that say the provider's servers failed the send (any provider): a
+#: 5xx, unavailable, internal error, overloaded. Under a load, the load's.
+SERVER_ERROR = re.compile(
+    r"unavailable|internal[_ -]?(?:server[_ -]?)?error|overload|server[_ -]?(?:error|busy)|"
+    r"\b(?:20)?5\d\d\b",
     re.IGNORECASE,
 )
 

@@ -234,8 +234,10 @@ than its history held, queued them, unless it holds without them or began well b
 campaign sent into a slowdown, `volume.queued_by_own_burst`). A provider
 rate limiting the sends (a code or message saying rate limit, throttled, too many requests, 429)
 is an error_spike at any rate, never an outage: it is up; on at most `volume.LOAD_LIMITS` of the
-sends, mostly within a volume_spike through the provider, the spike's load (named in its row). A
-spike's load, slowing or rate limiting, of a burst that is no spike (a usual campaign, a fan-out
+sends, mostly within a volume_spike through the provider, the spike's load (named in its row);
+so is a server error there (a code or message saying unavailable, internal error, overloaded,
+5xx: `toolkit.error_codes.SERVER_ERROR`), the provider overloaded. A spike's load, slowing,
+rate limiting or failing, of a burst that is no spike (a usual campaign, a fan-out
 sent at once) is no row either. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
 domain's (at least half of them, while the provider's sends to other domains then failed at most

@@ -16,7 +16,7 @@ import pyarrow as pa
 from toolkit import counts as engine_counts
 from toolkit import metrics, words
 from toolkit.counts import delivery_counts, occasion_counts
-from toolkit.error_codes import RATE_LIMITED
+from toolkit.error_codes import RATE_LIMITED, SERVER_ERROR
 from toolkit.errors import ParameterError
 from toolkit.incidents import rates, season, tables, volume
 from toolkit.incidents.mix import Mix
@@ -1159,9 +1159,9 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if _standing(row, hit):
         return "standing"
-    throttled = row["throttled"] = _rate_limited(
-        row.get("cause") or row["keys"].get("error_code"), hit
-    )
+    code = row.get("cause") or row["keys"].get("error_code")
+    throttled = row["throttled"] = _says(RATE_LIMITED, code, hit)
+    row["server_error"] = _says(SERVER_ERROR, code, hit)
     if scan == "provider":
         retried = hit["retried"].mean() >= MOST if len(hit) else False
         if throttled:
@@ -1231,14 +1231,14 @@ def _provider_rate(found: _Found, row: dict) -> float:
     return float(failed / tried) if tried > 0 else row["base_rate"]
 
 
-def _rate_limited(code: str | None, hit: pd.DataFrame) -> bool:
-    """Whether the error ``code``, or most of the ``hit`` jobs' error texts, say the provider
-    rate limited the sends (`toolkit.error_codes.RATE_LIMITED`): throttled, it is up, so this is
-    an error spike at any rate, never an outage."""
-    if code is not None and RATE_LIMITED.search(str(code)):
+def _says(words: re.Pattern, code: str | None, hit: pd.DataFrame) -> bool:
+    """Whether the error ``code``, or most of the ``hit`` jobs' error texts, say ``words``
+    (`toolkit.error_codes`: `RATE_LIMITED`, throttled: it is up, so this is an error spike at
+    any rate, never an outage; `SERVER_ERROR`: its servers failed the sends)."""
+    if code is not None and words.search(str(code)):
         return True
     texts = hit["error_text"].dropna()
-    return bool(len(texts)) and texts.str.contains(RATE_LIMITED).mean() >= MOST
+    return bool(len(texts)) and texts.str.contains(words).mean() >= MOST
 
 
 def _stale(row: dict, hit: pd.DataFrame) -> bool:

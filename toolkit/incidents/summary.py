@@ -202,11 +202,12 @@ def _parts(parts: list[dict]) -> str:
 
 
 def _limited(row: dict) -> str:
-    """An error spike of a rate limit a spike's load made, mid-sentence: "Amazon SES email
-    sends rate limited (2%, error Throttling)"."""
+    """An error spike of a rate limit (a server error) a spike's load made, mid-sentence: "Amazon
+    SES email sends rate limited (2%, error Throttling)" ("... failed by the provider ...")."""
     code = row["keys"].get("error_code") or row.get("cause")
     error = f", error {code}" if code else ""
-    return f"{_sends(row['keys'])} rate limited ({row['rate']:.0%}{error})"
+    how = "rate limited" if row.get("throttled") else "failed by the provider"
+    return f"{_sends(row['keys'])} {how} ({row['rate']:.0%}{error})"
 
 
 def _listed(names: list[str]) -> str:

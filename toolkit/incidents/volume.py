@@ -591,15 +591,16 @@ def at_the_same_time(season: Season, rows: list[dict]) -> list[dict]:
 
 
 def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> list[dict]:
-    """``rows`` without each latency degradation, or error spike of a rate limit (``throttled``),
-    mostly at the time of a spike (of ``moved``: at least `LOADED` of its period) of a group
-    that sends through its provider: the spike's load slowed (rate limited) the provider's
-    sends (a runaway loop, a campaign, a busy evening queues them all), one cause, so it is
-    the spike's row's (``slowed``, ``limited``: named in its summary), not a row of its own; a
-    burst's that is no spike (`triggered`: sent at once, like its group's usual ones), none.
-    A slowdown (rate limit) that began well before the spike, or more than `LOAD_SLOWS` times
-    the usual slow threshold (on more than `LOAD_LIMITS` of the sends), is not its load; the
-    sends of the workflow most of its slow sends are (a batch queues its own) aside."""
+    """``rows`` without each latency degradation, or error spike of a rate limit (``throttled``)
+    or of a server error (``server_error``: a 5xx, unavailable), mostly at the time of a spike
+    (of ``moved``: at least `LOADED` of its period) of a group that sends through its provider:
+    the spike's load slowed (rate limited, overloaded) the provider's sends (a runaway loop, a
+    campaign, a busy evening queues them all), one cause, so it is the spike's row's
+    (``slowed``, ``limited``: named in its summary), not a row of its own; a burst's that is no
+    spike (`triggered`: sent at once, like its group's usual ones), none. A slowdown (rate
+    limit, server error) that began well before the spike, or more than `LOAD_SLOWS` times the
+    usual slow threshold (on more than `LOAD_LIMITS` of the sends), is not its load; the sends
+    of the workflow most of its slow sends are (a batch queues its own) aside."""
     spikes = [row for row in moved if row["kind"] == "volume_spike"]
     kept = []
     for row in rows:
@@ -647,7 +648,8 @@ def _loaded(row: dict) -> bool:
     """Whether ``row`` is of a kind a load makes, no more than a load makes it."""
     if row["kind"] == "latency_degradation":  # the others' sends: a batch queues its own
         return row["others_slower"] <= LOAD_SLOWS
-    return row["kind"] == "error_spike" and row.get("throttled") and row["rate"] <= LOAD_LIMITS
+    overloaded = row.get("throttled") or row.get("server_error")  # a rate limit, a 5xx
+    return row["kind"] == "error_spike" and overloaded and row["rate"] <= LOAD_LIMITS
 
 
 def _within(row: dict, other: dict) -> float:
