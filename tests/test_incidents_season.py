@@ -478,6 +478,23 @@ def test_a_loops_load_rate_limiting_a_few_sends_is_the_loops_row_most_of_them_is
         assert sorted(found["kind"]) == ["error_spike", "volume_spike"], list(found["summary"])
 
 
+def test_a_loops_load_rate_limiting_and_failing_sends_names_its_provider_once(loop_week):
+    # in the loop's hour the provider rate limits a few sends and its servers fail a few
+    # others: one spike row, naming the provider once for both
+    loop, history, provider, start = loop_week
+    jobs = loop.jobs
+    hour = jobs[jobs["provider_id"].eq(provider)
+                & jobs["first_execution_at"].between(start, start + HOUR)]  # fmt: skip
+    some = hour["job_id"].sample(frac=0.1, random_state=3)
+    limited, refused = some.iloc[: len(some) // 2], some.iloc[len(some) // 2 :]
+    activity = failed_later(failed_later(loop, limited, "rate_limit_exceeded"), refused, "503")
+    found = find_incidents(activity, baseline=history)
+    assert found["kind"].tolist() == ["volume_spike"], list(found["summary"])
+    summary = found.iloc[0]["summary"]
+    assert summary.count(provider_name(provider)) == 1, summary
+    assert "rate limited (" in summary and "failed by the provider (" in summary, summary
+
+
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     # an evening's load queues a provider's sends: four hours of them 1.6 times as slow, more
     # of them above its usual 90th percentile, the p95 under twice it (Wrenfield's rain days,

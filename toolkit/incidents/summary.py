@@ -201,13 +201,19 @@ def _parts(parts: list[dict]) -> str:
     return f"{workflows}, with {_listed(named)}," if named else workflows
 
 
-def _limited(row: dict) -> str:
-    """An error spike of a rate limit (a server error) a spike's load made, mid-sentence: "Amazon
-    SES email sends rate limited (2%, error Throttling)" ("... failed by the provider ...")."""
-    code = row["keys"].get("error_code") or row.get("cause")
-    error = f", error {code}" if code else ""
-    how = "rate limited" if row.get("throttled") else "failed by the provider"
-    return f"{_sends(row['keys'])} {how} ({row['rate']:.0%}{error})"
+def _limited(rows: list[dict]) -> str:
+    """The error spikes of rate limits (server errors) a spike's load made, mid-sentence:
+    "Amazon SES email sends rate limited (2%, error Throttling) and failed by the provider (1%,
+    error ServiceUnavailable)", each provider's sends named once."""
+    parts, named = [], None
+    for row in sorted(rows, key=lambda row: _sends(row["keys"])):
+        code = row["keys"].get("error_code") or row.get("cause")
+        error = f", error {code}" if code else ""
+        how = "rate limited" if row.get("throttled") else "failed by the provider"
+        sends = _sends(row["keys"])
+        parts.append(f"{'' if sends == named else sends + ' '}{how} ({row['rate']:.0%}{error})")
+        named = sends
+    return _listed(parts)
 
 
 def _listed(names: list[str]) -> str:
@@ -260,7 +266,7 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
                 f"{slow['slow_above']:,.1f} s)"
                 for slow in row["slowed"]])  # fmt: skip
         if row.get("limited"):  # sends its load had rate limited (`volume.loaded_by_spikes`)
-            text += ", and its load had " + _listed([_limited(limit) for limit in row["limited"]])
+            text += ", and its load had " + _limited(row["limited"])
         more = "not sent" if kind == "volume_drop" else "more than usual"
         impact = f"about {record['notifications']:,} notifications {more}"
         if "likely" in row:
