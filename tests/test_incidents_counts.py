@@ -68,11 +68,6 @@ def test_the_slow_count_against_hand_counted_jobs():
     assert used.to_dict("records") == [
         {"channel": "email", "provider_id": "sendgrid", "workflow": None, "slow_above": threshold}
     ]
-    # the threshold read in the same pass from the window's histogram: the same counts
-    _, _, histogram = counts.scan_window(activity)
-    same, read = counts.scan_counts(activity, grid=grid, slow_above=histogram, quantile=0.9)
-    pd.testing.assert_frame_equal(same, table)
-    assert read["slow_above"].tolist() == [threshold]
     stricter = reference.assign(slow_above=35.0)  # a baseline's threshold: three are slower
     table, _ = counts.scan_counts(activity, grid=grid, slow_above=stricter)
     assert table["slow"].sum() == 3 and set(table["bucket"]) == {0}
@@ -112,13 +107,9 @@ def test_a_workflow_of_enough_sends_is_slow_against_its_own_sends():
     table, used = counts.scan_counts(activity, grid=grid, slow_above=thresholds)
     assert table["slow"].sum() == slow
     pd.testing.assert_frame_equal(used, thresholds)
-    # read in the same pass from the window's histogram (a window read alone): the pair's
-    # threshold only, every send above it slow
+    # the pair's threshold only: every send above it slow
     pair = thresholds[thresholds["workflow"].isna()].reset_index(drop=True)
-    _, _, histogram = counts.scan_window(activity)
-    same, read = counts.scan_counts(activity, grid=grid, slow_above=histogram, quantile=0.9)
-    pd.testing.assert_frame_equal(read, pair)
-    pd.testing.assert_frame_equal(same, counts.scan_counts(activity, grid=grid, slow_above=pair)[0])
+    same = counts.scan_counts(activity, grid=grid, slow_above=pair)[0]
     assert same["slow"].sum() == int((every > expected[None]).sum())
     # each job's own threshold in the rows fetched
     rows = counts.scanned_job_rows(activity, slow_above=thresholds, where=[{}]).to_pandas()

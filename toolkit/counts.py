@@ -890,37 +890,21 @@ def scan_counts(
     before=None,
     grid: tuple[pd.Timestamp, pd.Timedelta, int],
     slow_above: pd.DataFrame,
-    quantile: float | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`SCAN_COUNTS` per bucket of ``grid`` (``(origin, step, count)``: a job's bucket is
     ``(at - origin) // step``, clipped to ``[0, count)``) and ``channel, provider_id,
     error_code, domain``, and the thresholds they were counted with (`THRESHOLDS`).
 
     ``slow_above``: `THRESHOLDS` (a frame of `slow_thresholds`; one without ``workflow``: the
-    pairs'), or, with ``quantile``, the histogram of `scan_window`, from which the pairs'
-    ``quantile`` of ``time_to_send_s`` is read in the same pass (a window read alone: a workflow
-    it sends mostly in an incident, a campaign sent into a slowdown, would set its own threshold
-    at the incident's level). A job is slow when sent above its workflow's
-    threshold, else its pair's (a pair with a missing provider has none): counted from the bins
-    of `toolkit.percentiles`, all of a bin above the threshold's, and of the threshold's bin
-    (or, for a quantile, the two bins of its ranks, nothing between) each value, compared with
-    it."""
-    from toolkit.percentiles import bin_of, ranks, read
+    pairs'). A job is slow when sent above its workflow's threshold, else its pair's (a pair
+    with a missing provider has none): counted from the bins of `toolkit.percentiles`, all of a
+    bin above the threshold's, and of the threshold's bin each value, compared with it."""
+    from toolkit.percentiles import bin_of
 
-    if quantile is None:  # each known threshold's bin
-        known = [(c, p, None if pd.isna(w) else w, at) for c, p, w, at
-                 in slow_above.reindex(columns=THRESHOLDS).itertuples(index=False, name=None)
-                 if not pd.isna(p) and not pd.isna(at)]  # fmt: skip
-        edges = {
-            (c, p, w): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, w, at in known
-        }
-    else:  # the bins of each pair's quantile ranks
-        wanted, fractions = ranks(slow_above.copy(), _OWN, [_PAIR], {"slow_above": float(quantile)})
-        wanted = [one for one in wanted if None not in one[1]]
-        ends: dict[tuple, dict[str, str]] = {}
-        for _, group, _, _, bin_, end in wanted:
-            ends.setdefault((*group, None), {})[end] = f"CAST({bin_} AS BIGINT)"
-        edges = {group: (end["low"], end["high"]) for group, end in ends.items()}
+    known = [(c, p, None if pd.isna(w) else w, at) for c, p, w, at
+             in slow_above.reindex(columns=THRESHOLDS).itertuples(index=False, name=None)
+             if not pd.isna(p) and not pd.isna(at)]  # fmt: skip
+    edges = {(c, p, w): (bin_of(f"CAST({float(at)!r}E0 AS DOUBLE)"),) * 2 for c, p, w, at in known}
     bins = " UNION ALL ".join(
         f"SELECT {_literal(channel)} AS channel, {_literal(provider)} AS provider_id,"
         f" {'CAST(NULL AS STRING)' if workflow is None else _literal(workflow)} AS workflow,"
@@ -954,16 +938,7 @@ def scan_counts(
     for name in (*keys, "near_workflow"):
         frame[name] = frame[name].astype("string")
     timed = frame[frame["near_bin"].notna().to_numpy()]
-    if quantile is None:
-        thresholds = _threshold_frame(known)
-    else:  # each (pair, bin)'s values, sorted: the ranks' values
-        weights = timed.groupby([*_PAIR, "near_bin", "v"])["sent"].sum().reset_index()  # by v
-        v, sent = weights["v"].to_numpy("float64"), weights["sent"].to_numpy("int64")
-        values = {(0, (channel, provider), int(bin_)): np.repeat(v[rows], sent[rows])
-                  for (channel, provider, bin_), rows
-                  in weights.groupby([*_PAIR, "near_bin"], sort=False).indices.items()}  # fmt: skip
-        pairs = read([_PAIR], {"slow_above": quantile}, wanted, fractions, values)[0]
-        thresholds = _threshold_frame([(c, p, None, at) for c, p, at in pairs.itertuples(index=False, name=None)])  # fmt: skip
+    thresholds = _threshold_frame(known)
     at = {(c, p, None if pd.isna(w) else w): limit for c, p, w, limit
           in thresholds.itertuples(index=False, name=None)}  # fmt: skip
     workflow = timed["near_workflow"].to_numpy(dtype=object, na_value=None)

@@ -27,8 +27,8 @@ domain_bounces         (email, provider, recipient domain)   met a failure / sen
 latency_degradation    (channel, provider)                   time to send above the baseline's
                                                              90th percentile of its workflow
                                                              (its pair's with fewer than
-                                                             `toolkit.counts.WORKFLOW_SENDS`,
-                                                             and read alone) / sent
+                                                             `toolkit.counts.WORKFLOW_SENDS`;
+                                                             read alone, the window's) / sent
 volume_drop,           (channel), (channel, provider),       delivery jobs per hour against the
 volume_spike,          (workflow)                            seasonal baseline (below)
 traffic_shift

@@ -198,7 +198,11 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    slow_above = histogram if base_reference is None else base_reference  # read in a scan
+    slow_above = base_reference  # a window read alone: its own, its workflows' too
+    if base_reference is None:
+        slow_above = engine_counts.slow_thresholds(
+            source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram
+        )
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
     found = _Found(source, window, grid, slow_above, baseline, names, span)
     rule = {
@@ -508,10 +512,9 @@ class _Found:
         shape = (grid.start, grid.step, grid.count)
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
         note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
-        # the thresholds: a baseline's, or the window's own (its histogram), read in its scan
-        quantile = tables.SLOW_QUANTILE if "bin" in slow_above else None
+        # the thresholds: a baseline's, or the window's own (`toolkit.counts.slow_thresholds`)
         counted, self.slow_above = engine_counts.scan_counts(
-            source, **window, grid=shape, slow_above=slow_above, quantile=quantile
+            source, **window, grid=shape, slow_above=slow_above
         )
         self.counted = {
             "jobs": counted if jobs_scans else None,

@@ -4,7 +4,7 @@ A provider's workflows do not all take as long: a batch's thousands of sends (a 
 statement, a payday's deposit notices) queue by design, and take a minute where a card alert
 takes a second. A workflow of `toolkit.counts.WORKFLOW_SENDS` sends through the provider in a
 baseline is slow against its own sends there (its `toolkit.incidents.tables.SLOW_QUANTILE` of
-time to send), the others (and a window read alone) against the provider's, so that a period in which such a batch sends is no slowdown, and the
+time to send; a window read alone, in the window), the others against the provider's, so that a period in which such a batch sends is no slowdown, and the
 provider slowed is: a slowdown slows every workflow past its own threshold. What the thresholds
 leave (a workflow's slow share apart from a tenth: a rare batch on the provider's threshold, a
 window whose hours differ from its baseline's) is weighed here.
