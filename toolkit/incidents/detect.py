@@ -198,11 +198,10 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    slow_above = base_reference  # a window read alone: its own, its workflows' too
+    slow_above = base_reference  # a window read alone: its own (`_faster_own`)
     if base_reference is None:
-        slow_above = engine_counts.slow_thresholds(
-            source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram
-        )
+        slow_above = _faster_own(engine_counts.slow_thresholds(
+            source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram))  # fmt: skip
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
     found = _Found(source, window, grid, slow_above, baseline, names, span)
     rule = {
@@ -293,6 +292,20 @@ def find_incidents(
 
 
 # -- parameters and the window ---------------------------------------------------------------
+
+
+def _faster_own(thresholds: pd.DataFrame) -> pd.DataFrame:
+    """A window's slow thresholds (`toolkit.counts.slow_thresholds`) with each workflow's own
+    only where under its provider's: a fast workflow's sends show a slowdown against their own
+    (a card alert's second, not a batch's minute); a slow workflow's own would be set by the few
+    occasions it sends on, a slowdown among them (a weekly batch, one run slowed), so it keeps
+    its provider's, and its usual slow share there is weighed (`toolkit.incidents.mix`)."""
+    pair = thresholds[thresholds["workflow"].isna()].set_index(["channel", "provider_id"])
+    theirs = pd.MultiIndex.from_frame(thresholds[["channel", "provider_id"]])
+    limit = pair["slow_above"].reindex(theirs).to_numpy("float64")
+    own = thresholds["workflow"].notna().to_numpy()
+    keep = ~own | (thresholds["slow_above"].to_numpy("float64") < limit)
+    return thresholds[keep].reset_index(drop=True)
 
 
 def _unjudged(shares: list[Scan], grid: tables.Grid) -> str | None:
