@@ -58,6 +58,9 @@ SPREAD_SCANS = ("provider", "latency")
 #: too and left out: the power of the relative load misweighed a provider's ordinary hours
 #: (Tidewater gained SES Throttling rows lasting days).
 LOAD_SCANS = ("latency",)
+#: Share of a window's days a workflow must send through a provider on for a window read alone
+#: to set its own slow threshold (`_steady_own`).
+STEADY_DAYS = 0.5
 #: Periods tested per group: the best, then the best apart from those found, ...
 ROUNDS = 4
 #: The scans each kind needs.
@@ -158,8 +161,10 @@ def find_incidents(
         source = engine_counts.Given(source, jobs)
     window = {"after": after, "before": before}
     wanted = tuple(KINDS) if kinds is None else tuple(kinds)
+    # the jobs by hour and cell: volume's season, and a window read alone's steady workflows
+    hourly = VOLUME & set(wanted) or (baseline is None and "latency_degradation" in wanted)
     reference, season_counts, histogram = engine_counts.scan_window(  # one pass
-        source, **window, by=season.CELL if VOLUME & set(wanted) else None
+        source, **window, by=season.CELL if hourly else None
     )
     after, before = _window(source, after, before, reference)
     total = int(reference["jobs"].sum())
@@ -198,10 +203,11 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    slow_above = base_reference  # a window read alone: its own (`_faster_own`)
+    slow_above = base_reference  # a window read alone: its own (`_steady_own`)
     if base_reference is None:
-        slow_above = _faster_own(engine_counts.slow_thresholds(
-            source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram))  # fmt: skip
+        slow_above = _steady_own(engine_counts.slow_thresholds(
+            source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram), season_counts,
+            before - after)  # fmt: skip
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
     found = _Found(source, window, grid, slow_above, baseline, names, span)
     rule = {
@@ -294,18 +300,24 @@ def find_incidents(
 # -- parameters and the window ---------------------------------------------------------------
 
 
-def _faster_own(thresholds: pd.DataFrame) -> pd.DataFrame:
+def _steady_own(thresholds: pd.DataFrame, hourly: pd.DataFrame | None,
+                span: pd.Timedelta) -> pd.DataFrame:  # fmt: skip
     """A window's slow thresholds (`toolkit.counts.slow_thresholds`) with each workflow's own
-    only where under its provider's: a fast workflow's sends show a slowdown against their own
-    (a card alert's second, not a batch's minute); a slow workflow's own would be set by the few
-    occasions it sends on, a slowdown among them (a weekly batch, one run slowed), so it keeps
-    its provider's, and its usual slow share there is weighed (`toolkit.incidents.mix`)."""
-    pair = thresholds[thresholds["workflow"].isna()].set_index(["channel", "provider_id"])
-    theirs = pd.MultiIndex.from_frame(thresholds[["channel", "provider_id"]])
-    limit = pair["slow_above"].reindex(theirs).to_numpy("float64")
+    only where it sent through the provider on at least `STEADY_DAYS` of the window's days (and
+    two; ``hourly``: the window's jobs per hour and `season.CELL`): its 90th percentile is then
+    its usual sends', a slowdown of hours a small part of them. A campaign's, a weekly batch's
+    few runs set their own, a slowdown among them at the slowdown's level, so they keep their
+    provider's (their usual slow share there weighed, `toolkit.incidents.mix`)."""
     own = thresholds["workflow"].notna().to_numpy()
-    keep = ~own | (thresholds["slow_above"].to_numpy("float64") < limit)
-    return thresholds[keep].reset_index(drop=True)
+    if hourly is None or not own.any():
+        return thresholds[~own].reset_index(drop=True)
+    day = pd.to_datetime(hourly["bucket"], utc=True).dt.floor("D")
+    sent = hourly[hourly["jobs"].to_numpy() > 0].assign(day=day)
+    days = sent.groupby(list(season.CELL), observed=True, dropna=False)["day"].nunique()
+    least = max(2.0, STEADY_DAYS * span / pd.Timedelta(days=1))
+    keys = pd.MultiIndex.from_frame(thresholds[list(season.CELL)])
+    steady = days.reindex(keys).fillna(0).to_numpy() >= least
+    return thresholds[~own | steady].reset_index(drop=True)
 
 
 def _unjudged(shares: list[Scan], grid: tables.Grid) -> str | None:
