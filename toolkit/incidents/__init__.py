@@ -28,8 +28,8 @@ latency_degradation    (channel, provider)                   time to send above 
                                                              90th percentile of its workflow
                                                              (its pair's with fewer than
                                                              `toolkit.counts.WORKFLOW_SENDS`;
-                                                             read alone, the window's, its own
-                                                             under its pair's only) / sent
+                                                             read alone, the window's: its own
+                                                             if sent on half its days) / sent
 volume_drop,           (channel), (channel, provider),       delivery jobs per hour against the
 volume_spike,          (workflow)                            seasonal baseline (below)
 traffic_shift
