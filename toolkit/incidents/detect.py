@@ -203,11 +203,13 @@ def find_incidents(
     if names - {"volume", "channel_volume"}:  # kinds that can be one incident: decide together
         names |= {"provider", "code", "domain"}
     names = sorted(names)
-    slow_above = base_reference  # a window read alone: its own (`_steady_own`)
-    if base_reference is None:
+    slow_above = base_reference  # a window read alone: its own (`_steady_own`), if scanned
+    if base_reference is None and "latency" in names:
         slow_above = _steady_own(engine_counts.slow_thresholds(
             source, **window, quantile=tables.SLOW_QUANTILE, hist=histogram), season_counts,
             before - after)  # fmt: skip
+    elif base_reference is None:  # no slow sends scanned: none counted
+        slow_above = pd.DataFrame(columns=engine_counts.THRESHOLDS)
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
     found = _Found(source, window, grid, slow_above, baseline, names, span)
     rule = {
