@@ -495,6 +495,36 @@ def test_a_loops_load_rate_limiting_and_failing_sends_names_its_provider_once(lo
     assert "rate limited (" in summary and "failed by the provider (" in summary, summary
 
 
+@pytest.mark.parametrize("apart", [pd.Timedelta(0), pd.Timedelta(days=1)])
+def test_a_provider_rate_limiting_and_failing_at_once_is_one_row(apart):
+    # for three hours of an evening a provider rate limits 15% of its sends and its
+    # servers fail another 15%: one error spike naming both codes, with all their failures;
+    # a day apart, they are two
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    jobs = week.jobs[week.jobs["type"].ne("in_app") & week.jobs["final_status"].ne("failed")]
+    provider = jobs["provider_id"].value_counts().index[0]
+    start = pd.Timestamp("2026-10-27T19:00:00Z")  # a Tuesday evening
+
+    def some(at, seed):
+        mine = jobs[jobs["provider_id"].eq(provider)
+                    & jobs["first_execution_at"].between(at, at + 3 * HOUR)]  # fmt: skip
+        return mine["job_id"].sample(frac=0.15, random_state=seed)
+
+    limited, refused = some(start, 5), some(start + apart, 6)
+    refused = refused[~refused.isin(limited)]
+    activity = failed_later(failed_later(week, limited, "rate_limit_exceeded"), refused, "503")
+    found = find_incidents(activity, baseline=history)
+    assert found["kind"].eq("error_spike").all(), list(found["summary"])
+    if apart:
+        assert sorted(found["error_code"]) == ["503", "rate_limit_exceeded"], list(found["summary"])
+        return
+    assert len(found) == 1, list(found["summary"])
+    row = found.iloc[0]
+    assert "errors rate_limit_exceeded (" in row["summary"] and " and 503 (" in row["summary"]
+    assert row["failed_jobs"] >= 0.95 * (len(limited) + len(refused)), row["summary"]
+
+
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     # an evening's load queues a provider's sends: four hours of them 1.6 times as slow, more
     # of them above its usual 90th percentile, the p95 under twice it (Wrenfield's rain days,

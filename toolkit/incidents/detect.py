@@ -290,6 +290,7 @@ def find_incidents(
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
     if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
         rows = volume.queued_by_own_burst(seasonal, rows, alpha)
+    rows = _one_per_provider(found, rows)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
@@ -1071,6 +1072,45 @@ def _one_per_domain(rows: list[dict], jobs: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _one_per_provider(found: _Found, rows: list[dict]) -> list[dict]:
+    """A provider failing with several error codes at once (overloaded: a rate limit and a 5xx
+    together) is one row: error spikes of one provider's channel whose periods mostly (`MOST`
+    of the shorter) overlap are joined, their failures and impact summed over the period of
+    them all, each code named with its failures (``codes``)."""
+    out: list[dict] = []
+    for row in rows:
+        same = next((kept for kept in out if _same_trouble(kept, row)), None)
+        if same is None:
+            out.append(row)
+            continue
+        codes = same.setdefault("codes", [(_code(same), same["events"])])
+        codes.append((_code(row), row["events"]))
+        first, last = min(same["first"], row["first"]), max(same["last"], row["last"])
+        trials = int((found.groups[same["scan"]].trial[first : last + 1] == same["parent"]).sum())
+        expected = (same["base_rate"] + row["base_rate"]) * trials  # each code's rate per send
+        _impact(found, same, np.union1d(same["affected"], row["affected"]), trials, expected)
+        same.update(first=first, last=last, p_value=min(same["p_value"], row["p_value"]),
+                    ongoing=same["ongoing"] or row["ongoing"], hourly=same["hourly"] or row["hourly"],
+                    throttled=same["throttled"] or row["throttled"],
+                    server_error=same["server_error"] or row["server_error"])  # fmt: skip
+    return out
+
+
+def _same_trouble(row: dict, other: dict) -> bool:
+    """Whether two rows are error spikes of one provider's channel (its provider or code scan:
+    the same sends) at mostly the same time."""
+    pair = ("channel", "provider_id")
+    return (row["kind"] == other["kind"] == "error_spike"
+            and {row["scan"], other["scan"]} <= {"provider", "code"}
+            and all(row["keys"].get(key) == other["keys"].get(key) for key in pair)
+            and max(volume.within(row, other), volume.within(other, row)) >= MOST)  # fmt: skip
+
+
+def _code(row: dict) -> str | None:
+    """A failure row's error code: its group's, or its cause's."""
+    return row["keys"].get("error_code") or row.get("cause")
+
+
 def _to_its_cause(found: _Found, row: dict) -> None:
     """A failure row's cause and its rows, decided here for every kind: an error code's row is
     that code's; a provider's or a recipient domain's row is the error code most (`MOST`) of
@@ -1189,7 +1229,7 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if _standing(row, hit):
         return "standing"
-    code = row.get("cause") or row["keys"].get("error_code")
+    code = _code(row)
     throttled = row["throttled"] = _says(RATE_LIMITED, code, hit)
     row["server_error"] = _says(SERVER_ERROR, code, hit)
     if scan == "provider":

@@ -605,7 +605,7 @@ def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     kept = []
     for row in rows:
         pair = (row["keys"].get("channel"), row["keys"].get("provider_id"))
-        spike = next((spike for spike in spikes if _loaded(row) and _within(row, spike) >= LOADED
+        spike = next((spike for spike in spikes if _loaded(row) and within(row, spike) >= LOADED
                       and any(season.keys[cell][:2] == pair for cell in spike["cells"])), None)  # fmt: skip
         if spike is None:
             kept.append(row)
@@ -625,7 +625,7 @@ def queued_by_own_burst(season: Season, rows: list[dict], alpha: float) -> list[
     return [row for row in rows if not (row["kind"] == "latency_degradation"
                                         and row.get("mostly") is not None
                                         and (row["without"] is None or row["without"] > alpha)
-                                        and _within(row, {"start": row["mostly_since"], "end": row["end"]}) >= LOADED
+                                        and within(row, {"start": row["mostly_since"], "end": row["end"]}) >= LOADED
                                         and _own_burst(season, row))]  # fmt: skip
 
 
@@ -652,7 +652,7 @@ def _loaded(row: dict) -> bool:
     return row["kind"] == "error_spike" and overloaded and row["rate"] <= LOAD_LIMITS
 
 
-def _within(row: dict, other: dict) -> float:
+def within(row: dict, other: dict) -> float:
     """The share of ``row``'s period that lies within ``other``'s."""
     inside = min(row["end"], other["end"]) - max(row["start"], other["start"])
     return max(inside, pd.Timedelta(0)) / max(row["end"] - row["start"], pd.Timedelta(1))
