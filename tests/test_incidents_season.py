@@ -521,7 +521,8 @@ def test_a_provider_rate_limiting_and_failing_at_once_is_one_row(apart):
         return
     assert len(found) == 1, list(found["summary"])
     row = found.iloc[0]
-    assert "errors rate_limit_exceeded (" in row["summary"] and " and 503 (" in row["summary"]
+    assert "errors rate_limit_exceeded and 503 on " in row["summary"], row["summary"]
+    assert f"({len(limited)} and {len(refused)} sends)" in row["summary"], row["summary"]
     assert row["failed_jobs"] >= 0.95 * (len(limited) + len(refused)), row["summary"]
 
 

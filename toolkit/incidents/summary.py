@@ -237,9 +237,10 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     if kind == "provider_outage":
         text = f"{provider} failed {rate} of {channel} {when} (usually {usual}{code})"
     elif kind == "error_spike" and row.get("codes"):  # several at once (`detect._one_per_provider`)
-        codes = _listed([f"{code} ({percent(events / max(record['jobs'], 1))})"
-                         for code, events in row["codes"]])  # fmt: skip
-        text = f"{provider} returned errors {codes} on {rate} of {channel} {when} (usually {usual})"
+        codes = _listed([code for code, _ in row["codes"]])
+        counts = _listed([f"{events:,}" for _, events in row["codes"]])
+        text = (f"{provider} returned errors {codes} on {rate} of {channel} ({counts} sends) "
+                f"{when} (usually {usual})")  # fmt: skip
     elif kind == "error_spike":
         text = f"{provider} returned error {record['error_code']} on {rate} of {channel} {when} (usually {usual})"
     elif kind == "domain_bounces":
