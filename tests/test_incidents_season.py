@@ -526,6 +526,29 @@ def test_a_provider_rate_limiting_and_failing_at_once_is_one_row(apart):
     assert row["failed_jobs"] >= 0.95 * (len(limited) + len(refused)), row["summary"]
 
 
+@pytest.mark.parametrize(("begins", "hours", "share", "rows"), [
+    ("13:00", 1, 0.08, 0),  # the newsletter's hour: its load
+    ("10:00", 7, 0.08, 1),  # holds without that hour
+    ("13:00", 1, 0.3, 1),  # more than a load makes
+])  # fmt: skip
+def test_a_rate_limit_in_the_services_busiest_hour_is_its_load(begins, hours, share, rows):
+    # the weekly newsletter's hour (Monday 13:00 UTC) sends 5.7 times that hour's usual jobs;
+    # its email provider rate limiting 8% of its sends then is the load, no row; 8% for seven
+    # hours around it, or 30% in it, is a rate limit of its own
+    traffic, after = shaped_traffic(2, NOW, incidents=False), NOW - pd.Timedelta(days=7)
+    week, history = traffic.window(after, NOW)[0], traffic.window(after - HISTORY, after)[0]
+    newsletter, start = pd.Timestamp("2026-10-26T13:00Z"), pd.Timestamp(f"2026-10-26T{begins}Z")
+    sent = week.jobs[week.jobs["type"].eq("email")]
+    provider = sent.loc[sent["first_execution_at"].between(newsletter, newsletter + HOUR),
+                        "provider_id"].mode().iloc[0]  # fmt: skip
+    jobs = sent[sent["provider_id"].eq(provider) & sent["final_status"].ne("failed")
+                & sent["first_execution_at"].between(start, start + hours * HOUR)]  # fmt: skip
+    limited = jobs["job_id"].sample(frac=share, random_state=7)
+    found = find_incidents(failed_later(week, limited, "rate_limit_exceeded"), baseline=history)
+    assert found["kind"].eq("error_spike").sum() == rows, list(found["summary"])
+    assert len(found) == rows, list(found["summary"])
+
+
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():
     # an evening's load queues a provider's sends: four hours of them 1.6 times as slow, more
     # of them above its usual 90th percentile, the p95 under twice it (Wrenfield's rain days,

@@ -211,7 +211,8 @@ def find_incidents(
     elif base_reference is None:  # no slow sends scanned: none counted
         slow_above = pd.DataFrame(columns=engine_counts.THRESHOLDS)
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
-    found = _Found(source, window, grid, slow_above, baseline, names, span)
+    busy = volume.busy_hours(seasonal) if isinstance(seasonal, season.Season) else None
+    found = _Found(source, window, grid, slow_above, baseline, names, span, busy)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
         for name in names
@@ -290,6 +291,7 @@ def find_incidents(
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
     if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
         rows = volume.queued_by_own_burst(seasonal, rows, alpha)
+        rows = volume.loaded_by_busy_hours(rows, alpha)  # and the service's busy hours
     rows = _one_per_provider(found, rows)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
@@ -535,8 +537,9 @@ class _Found:
     """The scans' count matrices of one call (computed by the source's engine), and the rows
     fetched for their significant periods, from which the candidate rows are made."""
 
-    def __init__(self, source, window, grid, slow_above, baseline, names, span=None):
+    def __init__(self, source, window, grid, slow_above, baseline, names, span=None, busy=None):
         self.source, self.window, self.grid = source, window, grid
+        self.busy = np.zeros(0, "int64") if busy is None else busy  # `volume.busy_hours`
         shape = (grid.start, grid.step, grid.count)
         jobs_scans = [name for name in names if tables.SPECS[name].unit == "jobs"]
         note_scans = [name for name in names if tables.SPECS[name].unit == "notifications"]
@@ -798,6 +801,14 @@ class _Found:
             if again >= MOST * events:
                 p = max(p, *(p_value((events - again) / phi, weight * (trials - mine.sum()) / trials,
                                      out_events / phi, out_trials) for weight in tested))  # fmt: skip
+        unloaded = None  # a failure row's p-value without the service's busy hours' sends
+        busy = np.isin(at - at % hour.value, self.busy)
+        if name in ("provider", "code") and busy.any():
+            left = [self.rates[name].weigh(pick.group, at[~busy], shift) * level
+                    for shift in (pd.Timedelta(0), -hour, hour)]  # fmt: skip
+            unloaded = min(1.0, tests * max(p_value((events - int(in_hits[busy].sum())) / phi,
+                                                    weight, out_events / phi, out_trials)
+                                            for weight in left))  # fmt: skip
         mostly = without = since = None  # the workflow most slow sends are: from, p without it
         if name == "latency":
 
@@ -848,6 +859,7 @@ class _Found:
             "mostly": mostly,
             "mostly_since": since,
             "without": None if without is None else min(1.0, tests * without),
+            "unloaded": unloaded,
         }
 
     def affected(self, row: dict) -> np.ndarray:

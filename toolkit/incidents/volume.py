@@ -615,6 +615,31 @@ def loaded_by_spikes(season: Season, rows: list[dict], moved: list[dict]) -> lis
     return kept
 
 
+def busy_hours(season: Season) -> np.ndarray:
+    """The window's hours (their starts, ns) in which the service (all its cells) sent more than
+    `LARGER` times the median of that hour of the day over its history and the window: a
+    campaign's, a weekly batch's, a payday's; a provider's rate limits and server errors there
+    are their load's unless they hold without them (`loaded_by_busy_hours`)."""
+    counts, known, at = season.with_history(np.arange(len(season.keys)))
+    day = (season.hours[0].hour + np.arange(len(counts)) - at) % DAY
+    usual = np.array([np.median(counts[known & (day == hour)]) if (known & (day == hour)).any()
+                      else 0.0 for hour in range(DAY)])  # fmt: skip
+    now = slice(at, at + len(season.hours))
+    busy = season.inside & (counts[now] > 0) & (counts[now] > LARGER * usual[day[now]])
+    return season.hours[busy].asi8
+
+
+def loaded_by_busy_hours(rows: list[dict], alpha: float) -> list[dict]:
+    """``rows`` without each error spike of a rate limit or a server error on no more than
+    `LOAD_LIMITS` of its sends (`_loaded`) that does not hold without the sends of the
+    service's busy hours (`busy_hours`; ``unloaded``: its p-value without them, at ``alpha``):
+    a weekly batch's or a campaign's hour overloaded the provider, as a spike's load does
+    (`loaded_by_spikes`), with no spike to name it in."""
+    return [row for row in rows if not (row["kind"] == "error_spike" and _loaded(row)
+                                        and row.get("unloaded") is not None
+                                        and row["unloaded"] > alpha)]  # fmt: skip
+
+
 def queued_by_own_burst(season: Season, rows: list[dict], alpha: float) -> list[dict]:
     """``rows`` without each latency degradation whose slow sends are mostly one workflow's
     (``mostly``) that sent through the provider more than `LARGER` times its expected jobs in
