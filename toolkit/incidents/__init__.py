@@ -237,7 +237,12 @@ rate limiting the sends (a code or message saying rate limit, throttled, too man
 is an error_spike at any rate, never an outage: it is up; on at most `volume.LOAD_LIMITS` of the
 sends, mostly within a volume_spike through the provider, the spike's load (named in its row);
 so is a server error there (a code or message saying unavailable, internal error, overloaded,
-5xx: `toolkit.error_codes.SERVER_ERROR`), the provider overloaded. A spike's load, slowing,
+5xx: `toolkit.error_codes.SERVER_ERROR`), the provider overloaded. So is such an error spike on a
+few sends (at most `volume.LOAD_LIMITS`) that does not hold, at ``alpha``, without the sends of the
+service's busy hours (`volume.busy_hours`: more than `volume.LARGER` times the median jobs of that
+hour of the day over the history and the window: a weekly digest's, a campaign's, a payday's
+hour): the busiest hours overloaded the provider, with no spike to name it in; no row (a window
+without a seasonal baseline has no busy hours). A spike's load, slowing,
 rate limiting or failing, of a burst that is no spike (a usual campaign, a fan-out
 sent at once) is no row either. A domain bouncing through several providers is one
 domain_bounces row (``providers`` names them), and an error row whose failures are mostly that
@@ -247,7 +252,11 @@ provider's error) joins it, its provider named once; once one provider's bounces
 the row takes in the domain's failures of the same cause on the channel's other providers in its
 period (one more query), naming a provider whose failures there depart from its own rate for the
 domain (the exact test), so a share too small for a period of its own is counted, not an unrelated
-bounce. ``kinds`` selects among the rows once they are one per incident; it does not change them. No
+bounce. A provider's error spikes of several codes at mostly the same time (at least half of the
+shorter's period) are one error_spike row (a rate limit and a 5xx together: its bad half hour),
+naming each code and its failed sends ("returned errors Throttling and ServiceUnavailable on 5% of
+email (11 and 11 sends)"; ``error_code`` the first), its failures and impact theirs. ``kinds``
+selects among the rows once they are one per incident; it does not change them. No
 rule depends on a provider's, workflow's or hour's name.
 
 Impact: ``notifications``, ``subscribers`` and ``workflows`` (most hit first) of the jobs of the
