@@ -802,8 +802,8 @@ class _Found:
                 p = max(p, *(p_value((events - again) / phi, weight * (trials - mine.sum()) / trials,
                                      out_events / phi, out_trials) for weight in tested))  # fmt: skip
         unloaded = None  # a failure row's p-value without the service's busy hours' sends
-        busy = np.isin(at - at % hour.value, self.busy)
-        if name in ("provider", "code") and busy.any():
+        busy = np.isin(at - at % hour.value, self.busy) if name in ("provider", "code") else []
+        if np.any(busy):
             left = [self.rates[name].weigh(pick.group, at[~busy], shift) * level
                     for shift in (pd.Timedelta(0), -hour, hour)]  # fmt: skip
             unloaded = min(1.0, tests * max(p_value((events - int(in_hits[busy].sum())) / phi,
