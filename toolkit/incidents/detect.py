@@ -30,7 +30,7 @@ from toolkit.incidents.scan import (
     p_value,
     segment,
 )
-from toolkit.incidents.summary import KINDS, empty, rows_frame
+from toolkit.incidents.summary import KINDS, empty, row_code, rows_frame
 
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
 FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6h", "12h", "1D")
@@ -211,7 +211,9 @@ def find_incidents(
     elif base_reference is None:  # no slow sends scanned: none counted
         slow_above = pd.DataFrame(columns=engine_counts.THRESHOLDS)
     span = history[1] if baseline is not None else None  # an Activity's: failure rates by hour
-    busy = volume.busy_hours(seasonal) if isinstance(seasonal, season.Season) else None
+    busy = None  # the service's busy hours, where failures are scanned (`volume.busy_hours`)
+    if isinstance(seasonal, season.Season) and {"provider", "code"} & set(names):
+        busy = volume.busy_hours(seasonal)
     found = _Found(source, window, grid, slow_above, baseline, names, span, busy)
     rule = {
         name: Evidence(min_jobs, min_failed, min_ratio, low=tables.SPECS[name].low)
@@ -1095,8 +1097,8 @@ def _one_per_provider(found: _Found, rows: list[dict]) -> list[dict]:
         if same is None:
             out.append(row)
             continue
-        codes = same.setdefault("codes", [(_code(same), same["events"])])
-        codes.append((_code(row), row["events"]))
+        codes = same.setdefault("codes", [(row_code(same), same["events"])])
+        codes.append((row_code(row), row["events"]))
         first, last = min(same["first"], row["first"]), max(same["last"], row["last"])
         trials = int((found.groups[same["scan"]].trial[first : last + 1] == same["parent"]).sum())
         expected = (same["base_rate"] + row["base_rate"]) * trials  # each code's rate per send
@@ -1116,11 +1118,6 @@ def _same_trouble(row: dict, other: dict) -> bool:
             and {row["scan"], other["scan"]} <= {"provider", "code"}
             and all(row["keys"].get(key) == other["keys"].get(key) for key in pair)
             and max(volume.within(row, other), volume.within(other, row)) >= MOST)  # fmt: skip
-
-
-def _code(row: dict) -> str | None:
-    """A failure row's error code: its group's, or its cause's."""
-    return row["keys"].get("error_code") or row.get("cause")
 
 
 def _to_its_cause(found: _Found, row: dict) -> None:
@@ -1241,7 +1238,7 @@ def _kind(found: _Found, row: dict, outage_rate: float) -> str | None:
     hit = jobs[["retried", "at", "subscriber_id", "error_text"]].iloc[row["affected"]]
     if _standing(row, hit):
         return "standing"
-    code = _code(row)
+    code = row_code(row)
     throttled = row["throttled"] = _says(RATE_LIMITED, code, hit)
     row["server_error"] = _says(SERVER_ERROR, code, hit)
     if scan == "provider":

@@ -201,13 +201,18 @@ def _parts(parts: list[dict]) -> str:
     return f"{workflows}, with {_listed(named)}," if named else workflows
 
 
+def row_code(row: dict) -> str | None:
+    """A failure row's error code: its group's, or its cause's."""
+    return row["keys"].get("error_code") or row.get("cause")
+
+
 def _limited(rows: list[dict]) -> str:
     """The error spikes of rate limits (server errors) a spike's load made, mid-sentence:
     "Amazon SES email sends rate limited (2%, error Throttling) and failed by the provider (1%,
     error ServiceUnavailable)", each provider's sends named once."""
     parts, named = [], None
     for row in sorted(rows, key=lambda row: _sends(row["keys"])):
-        code = row["keys"].get("error_code") or row.get("cause")
+        code = row_code(row)
         error = f", error {code}" if code else ""
         how = "rate limited" if row.get("throttled") else "failed by the provider"
         sends = _sends(row["keys"])
