@@ -12,8 +12,9 @@ the planted count. Other rows at the same place and time are related, not extra;
 row is extra. The quiet traffic should give no row at all.
 
 It prints each quiet row, each planted incident missed or found with its impact more than 20%
-off, each extra row, then the totals per planted kind and per window, the extra and related rows
-by kind, and the time `find_incidents` took. A window `find_incidents` raises on is printed
+off, each extra row, each significant period set aside as a load (``attrs["set_aside"]``),
+then the totals per planted kind and per window, the extra and related rows by kind, and the
+time `find_incidents` took. A window `find_incidents` raises on is printed
 and counted, its planted incidents left out of the totals.
 
     python benchmarks/accuracy_larkspur.py [--seeds 1 2 3 4] [--clocks weekday night weekend]
@@ -124,6 +125,7 @@ def sweep(make, clocks, seeds, windows, load_latency: float = 0.4, loop_mult: fl
     extra_by_window = dict.fromkeys(windows, 0)
     related: dict[str, int] = {}
     quiet = dict.fromkeys(windows, 0)
+    aside = dict.fromkeys(windows, 0)  # significant periods read as a load (``set_aside``)
     took = []
     failed = []  # labels of the windows find_incidents raised on
     for seed in seeds:
@@ -152,6 +154,9 @@ def sweep(make, clocks, seeds, windows, load_latency: float = 0.4, loop_mult: fl
                               f"{len(planted)} planted not scored", flush=True)  # fmt: skip
                         continue
                     took.append(time.perf_counter() - began)
+                    for sentence in rows.attrs.get("set_aside", []):  # read as a load
+                        aside[window] += 1
+                        print(f"{label}: set aside {sentence}")
                     if not incidents:
                         quiet[window] += len(rows)
                         print(f"{label}: {len(rows)} rows", flush=True)
@@ -203,6 +208,8 @@ def sweep(make, clocks, seeds, windows, load_latency: float = 0.4, loop_mult: fl
     print(f"related rows by kind (another kind at a planted incident's place and time): "
           f"{dict(sorted(related.items())) or 'none'} (total {sum(related.values())})")  # fmt: skip
     print("quiet rows by window: " + ", ".join(f"{window_name(w)}: {n}" for w, n in quiet.items()))
+    print("set aside as a load by window: "
+          + ", ".join(f"{window_name(w)}: {n}" for w, n in aside.items()))  # fmt: skip
     if failed:
         print(f"find_incidents FAILED on {len(failed)} windows: " + "; ".join(failed))
     if took:

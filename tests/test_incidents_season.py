@@ -445,6 +445,8 @@ def test_a_new_batchs_own_sends_queueing_long_are_its_load_if_the_others_are_not
                            baseline=history)  # fmt: skip
     if others < 2:
         assert found.empty, list(found["summary"])
+        aside = found.attrs["set_aside"]  # said, with the burst it is the load of
+        assert len(aside) == 1 and "burst of workflow statement" in aside[0], aside
     else:
         assert found["kind"].tolist() == ["latency_degradation"], list(found["summary"])
 
@@ -547,6 +549,12 @@ def test_a_rate_limit_in_the_services_busiest_hour_is_its_load(begins, hours, sh
     found = find_incidents(failed_later(week, limited, "rate_limit_exceeded"), baseline=history)
     assert found["kind"].eq("error_spike").sum() == rows, list(found["summary"])
     assert len(found) == rows, list(found["summary"])
+    # what was read as the load is said, not lost
+    aside = found.attrs["set_aside"]
+    assert len(aside) == 1 - rows, aside
+    if not rows:
+        assert "rate_limit_exceeded" in aside[0] and "busy hours" in aside[0], aside
+        assert "1 significant period(s) set aside as a load" in found.attrs["reason"]
 
 
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():

@@ -269,8 +269,10 @@ shaped sweep, see the README); NA for the other rows, whose impact is counted, o
 ``jobs``, ``failed_jobs``, ``failure_rate`` are the
 trials, events and their share in the period; ``baseline_rate`` the baseline's share. An empty
 result has every column; ``attrs["reason"]`` says why (no jobs, a window too short for a
-baseline, nothing departs), ``attrs["checked"]`` what was examined and ``attrs["baseline"]``
-what the volume was compared with.
+baseline, nothing departs), ``attrs["checked"]`` what was examined, ``attrs["baseline"]``
+what the volume was compared with and ``attrs["set_aside"]`` each significant failure or
+slowdown read as a load rather than an incident, in a sentence: its summary, then whose load
+(a burst that is no spike, a workflow's own burst queueing its sends, the service's busy hours).
 """
 
 from toolkit.incidents.detect import find_incidents

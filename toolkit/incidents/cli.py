@@ -56,4 +56,8 @@ def _incidents(args: argparse.Namespace) -> int:
         print()
         for sentence in incidents["summary"]:
             print(f"- {sentence}")
+    if not args.json and incidents.attrs.get("set_aside"):
+        print("\nread as a load, not an incident:")
+        for sentence in incidents.attrs["set_aside"]:
+            print(f"- {sentence}")
     return 0

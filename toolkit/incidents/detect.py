@@ -30,7 +30,7 @@ from toolkit.incidents.scan import (
     p_value,
     segment,
 )
-from toolkit.incidents.summary import KINDS, empty, row_code, rows_frame
+from toolkit.incidents.summary import KINDS, empty, row_code, rows_frame, set_aside
 
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
 FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6h", "12h", "1D")
@@ -150,7 +150,8 @@ def find_incidents(
     -------
     DataFrame
         `COLUMNS`; ``attrs["reason"]`` says why it is empty, ``attrs["checked"]`` what was
-        examined (window, bucket width, jobs, periods tested).
+        examined (window, bucket width, jobs, periods tested), ``attrs["set_aside"]`` the
+        significant periods read as a load, a sentence each.
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     if baseline is not None:  # a baseline of another environment is refused
@@ -289,19 +290,42 @@ def find_incidents(
         moved = [row for row in moved if row["kind"] != "volume_spike" or id(row) in kept]
         bursts = [row for row in spikes if id(row) not in kept]
     moved = volume.at_the_same_time(seasonal, moved)
-    # a spike's load: the spike's row; a burst's that is no spike: none
+    # a spike's load: the spike's row; a burst's that is no spike: none, set aside
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
+    aside = [(row, f"the load of a burst of {_burst(burst)}, read as no spike (sent as its "
+                   "bursts or batches are)")
+             for burst in bursts for row in burst.get("slowed", []) + burst.get("limited", [])]  # fmt: skip
     if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
-        rows = volume.queued_by_own_burst(seasonal, rows, alpha)
-        rows = volume.loaded_by_busy_hours(rows, alpha)  # and the service's busy hours
+        kept = volume.queued_by_own_burst(seasonal, rows, alpha)
+        aside += [(row, f"the queue of workflow {row['mostly']}'s own burst through the provider "
+                   "(most of its slow sends)") for row in _left_out(rows, kept)]  # fmt: skip
+        rows = volume.loaded_by_busy_hours(kept, alpha)  # and the service's busy hours
+        aside += [(row, f"the load of the service's busy hours (over {volume.LARGER:g} times their "
+                   "hour's usual jobs): it does not hold without them")
+                  for row in _left_out(kept, rows)]  # fmt: skip
     rows = _one_per_provider(found, rows)
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
     rows += moved
+    aside = set_aside(aside, found.jobs) if aside else []
     if not rows:
-        return empty("no period of any group departs from its baseline", checked)
-    return rows_frame(rows, found.jobs, found.failure_payloads, checked)
+        return empty("no period of any group departs from its baseline", checked, aside)
+    return rows_frame(rows, found.jobs, found.failure_payloads, checked, aside)
+
+
+def _left_out(rows: list[dict], kept: list[dict]) -> list[dict]:
+    """The ``rows`` not in ``kept``."""
+    ids = {id(row) for row in kept}
+    return [row for row in rows if id(row) not in ids]
+
+
+def _burst(row: dict) -> str:
+    """The group of a volume ``row``: its workflow, else its channel and provider."""
+    keys = row["keys"]
+    if keys.get("workflow"):
+        return f"workflow {keys['workflow']}"
+    return " ".join(str(keys[name]) for name in ("channel", "provider_id") if keys.get(name))
 
 
 # -- parameters and the window ---------------------------------------------------------------

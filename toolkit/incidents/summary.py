@@ -51,17 +51,34 @@ COLUMNS = {
 }
 
 
-def empty(reason: str, checked: dict[str, Any]) -> pd.DataFrame:
-    """A zero-row incidents frame; ``attrs`` say why (``reason``) and what was checked."""
+def empty(reason: str, checked: dict[str, Any], aside: list[str] | None = None) -> pd.DataFrame:
+    """A zero-row incidents frame; ``attrs`` say why (``reason``), what was checked and what was
+    set aside (``aside``: `set_aside`)."""
     frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})
-    frame.attrs.update(reason=reason, checked=checked, baseline=checked.get("baseline"))
+    frame.attrs.update(reason=_with_aside(reason, aside), checked=checked,
+                       baseline=checked.get("baseline"), set_aside=aside or [])  # fmt: skip
     return frame
 
 
+def _with_aside(reason: str, aside: list[str] | None) -> str:
+    """``reason``, and how many significant periods were set aside as a load."""
+    if not aside:
+        return reason
+    return f"{reason}; {len(aside)} significant period(s) set aside as a load, not an incident"
+
+
+def set_aside(rows: list[tuple[dict, str]], jobs: pd.DataFrame) -> list[str]:
+    """A sentence for each significant period read as a load, not an incident: its row's
+    summary, then why (``rows``: (row, why); ``jobs``: the fetched jobs)."""
+    read = jobs[list(_READ)]
+    return [f"{_record(row, read)['summary'][:-1]}; set aside as {why}." for row, why in rows]
+
+
 def rows_frame(rows: list[dict], jobs: pd.DataFrame, payloads: Callable[[list[str]], dict],
-               checked: dict[str, Any]) -> pd.DataFrame:  # fmt: skip
+               checked: dict[str, Any], aside: list[str] | None = None) -> pd.DataFrame:  # fmt: skip
     """The incidents frame of the kept candidate ``rows`` (positions in the fetched ``jobs``),
-    sorted by impact; ``payloads(job_ids)`` gives jobs' last failed attempts' raw payloads."""
+    sorted by impact; ``payloads(job_ids)`` gives jobs' last failed attempts' raw payloads;
+    ``aside``: `set_aside`'s sentences."""
     read = jobs[list(_READ)]  # the columns a record reads, taken once
     records = [_record(row, read) for row in rows]
     failures = [record["example_error"] for record in records]
@@ -73,8 +90,8 @@ def rows_frame(rows: list[dict], jobs: pd.DataFrame, payloads: Callable[[list[st
     frame = frame.sort_values(
         ["notifications", "failed_jobs", "p_value"], ascending=[False, False, True], kind="stable"
     ).reset_index(drop=True)
-    frame.attrs.update(reason=f"{len(frame)} incident(s) found", checked=checked,
-                       baseline=checked.get("baseline"))  # fmt: skip
+    frame.attrs.update(reason=_with_aside(f"{len(frame)} incident(s) found", aside),
+                       checked=checked, baseline=checked.get("baseline"), set_aside=aside or [])  # fmt: skip
     return frame
 
 
