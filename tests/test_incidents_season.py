@@ -15,6 +15,7 @@ from toolkit.counts import occasion_counts
 from toolkit.errors import ParameterError
 from toolkit.frames import Activity
 from toolkit.incidents import detect, find_incidents, scan, season, volume
+from toolkit.incidents.cli import print_incidents
 from toolkit.sandbox.seed.shaped import Traffic, shaped_traffic
 from toolkit.words import provider_name
 
@@ -533,7 +534,7 @@ def test_a_provider_rate_limiting_and_failing_at_once_is_one_row(apart):
     ("10:00", 7, 0.08, 1),  # holds without that hour
     ("13:00", 1, 0.3, 1),  # more than a load makes
 ])  # fmt: skip
-def test_a_rate_limit_in_the_services_busiest_hour_is_its_load(begins, hours, share, rows):
+def test_a_rate_limit_in_the_services_busiest_hour_is_its_load(begins, hours, share, rows, capsys):
     # the weekly newsletter's hour (Monday 13:00 UTC) sends 5.7 times that hour's usual jobs;
     # its email provider rate limiting 8% of its sends then is the load, no row; 8% for seven
     # hours around it, or 30% in it, is a rate limit of its own
@@ -555,6 +556,12 @@ def test_a_rate_limit_in_the_services_busiest_hour_is_its_load(begins, hours, sh
     if not rows:
         assert "rate_limit_exceeded" in aside[0] and "busy hours" in aside[0], aside
         assert "1 significant period(s) set aside as a load" in found.attrs["reason"]
+        print_incidents(found)  # as ``python -m toolkit incidents`` prints it
+        printed = capsys.readouterr().out
+        assert (
+            printed.startswith("no incidents: ")
+            and f"load, not an incident:\n- {aside[0]}" in printed
+        )
 
 
 def test_sends_half_as_slow_again_on_a_busy_evening_are_no_slowdown():

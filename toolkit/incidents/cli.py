@@ -42,10 +42,18 @@ def _incidents(args: argparse.Namespace) -> int:
         incidents = find_incidents(
             read_activity(client, after=args.since, before=args.until, progress=False)
         )
-    if args.json:
+    print_incidents(incidents, as_json=args.json)
+    return 0
+
+
+def print_incidents(incidents, *, as_json: bool = False) -> None:
+    """`find_incidents`'s frame as the command prints it: JSON (one object per incident), or a
+    table and a sentence each, then what was set aside as a load (``attrs["set_aside"]``)."""
+    if as_json:
         print(json.dumps(json.loads(incidents.to_json(orient="records", date_format="iso")),
                          indent=2))  # fmt: skip
-    elif incidents.empty:
+        return
+    if incidents.empty:
         print(f"no incidents: {incidents.attrs['reason']}")
     else:
         with_times = incidents.assign(
@@ -56,8 +64,7 @@ def _incidents(args: argparse.Namespace) -> int:
         print()
         for sentence in incidents["summary"]:
             print(f"- {sentence}")
-    if not args.json and incidents.attrs.get("set_aside"):
+    if incidents.attrs.get("set_aside"):
         print("\nread as a load, not an incident:")
         for sentence in incidents.attrs["set_aside"]:
             print(f"- {sentence}")
-    return 0
