@@ -131,8 +131,9 @@ job is such a gap when it is at least a day, longer than any silence of the whol
 (`season.no_history`: a read reaching back before the service began, or before the activity it
 keeps; with ``baseline=``, the service was sending before: a silence). A baseline sharing no
 (channel, provider, workflow) with the activity, or an Activity of other environments, is a
-`ParameterError`. ``notifications`` of a volume row: the missing (extra, moved) jobs over the
-group's jobs per notification; its expected jobs are at the level of its day (a whole day runs
+`ParameterError`. ``notifications`` of a volume row: the missing (extra) jobs over the group's
+jobs per notification (a traffic shift's: those the provider it moved to sent beyond its expected,
+what moved; the other's shortfall also holds the traffic's own departure); its expected jobs are at the level of its day (a whole day runs
 busier or quieter than the season's usual one): scaled by the group's jobs over its expected jobs in
 the 24 hours either side, weighed by how much its days vary against how uncertain that ratio is
 (`volume._level`). A channel or provider whose workflows keep triggering (a channel failing, not a

@@ -1074,7 +1074,10 @@ def _impact(season: Season, rows: list[dict], counted: pd.DataFrame) -> None:
     for n, row in enumerate(rows):
         jobs, notes = counted[f"jobs_{n}"].sum(), counted[f"notifications_{n}"].sum()
         per_note = jobs / notes if notes else 1.0
-        gap = abs(row["expected"] - row["events"])
+        # a shift's: what the provider it moved to sent beyond its expected (what moved; the
+        # other's shortfall holds the traffic's own departure, and what was not sent at all)
+        moved = row.get("to", row)
+        gap = abs(moved["expected"] - moved["events"])
         row["notifications"] = round(gap / per_note)
         if row["kind"] == "volume_drop":
             row["likely"] = tuple(max(0, round(end / per_note)) for end in likely(row, gap))
