@@ -65,9 +65,10 @@ the lasting failover (see below). ``hits`` is the sorted creation times of:
   6 h of a workday. Hits: the notifications removed.
 * ``provider_outage`` (email ``sendgrid``, about 13 days before): 2 h failing 97% of attempts
   with 503, retried in vain. Hits: notifications with a failed sendgrid attempt in the period.
-* ``domain_bounces`` (``outlook.com``, about 11 days before): 5 h of outlook.com rejecting 85% of
-  mail through both providers (5.7.606, banned sending IP). ``provider_id``: ``sendgrid``, which
-  carries most. Hits: the newly bounced notifications.
+* ``domain_bounces`` (the company domain of one of the three largest customers outside India,
+  about 11 days before, from 10:00 its local time): 5 h of that domain rejecting 85% of mail
+  through both providers (5.7.606, banned sending IP). ``provider_id``: the email provider that
+  carried most of its mail then. Hits: the newly bounced notifications.
 * ``error_spike`` (chat ``slack``, about 9 days before): 1.5 h of 429 on 60% of attempts,
   retried. Hits: slack notifications with a 429 in the period.
 * ``volume_spike`` (``comment-added``, about 7 days before): an integration's webhook loop
