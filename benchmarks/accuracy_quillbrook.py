@@ -1,6 +1,6 @@
 """Accuracy of `toolkit.find_incidents` on Quillbrook's traffic (`quillbrook`, written blind).
 
-Quillbrook is a B2B SaaS's teams in five regions.
+Quillbrook is a B2B project-management SaaS whose customers' teams work in five regions.
 
 For each seed and clock it draws eight weeks of quiet traffic (office hours and lunch in five
 time zones with their own summer time and public holidays, Monday planning digests, daily task
