@@ -133,9 +133,9 @@ keeps; with ``baseline=``, the service was sending before: a silence). A baselin
 (channel, provider, workflow) with the activity, or an Activity of other environments, is a
 `ParameterError`. ``notifications`` of a volume row: the missing (extra) jobs over the group's
 jobs per notification (a traffic shift's: those the provider it moved to sent beyond its expected,
-what moved; the other's shortfall also holds the traffic's own departure); its expected jobs are at the level of its day (a whole day runs
-busier or quieter than the season's usual one): scaled by the group's jobs over its expected jobs in
-the 24 hours either side, weighed by how much its days vary against how uncertain that ratio is
+what moved; the other's shortfall also holds the traffic's own departure); its expected jobs are
+at the level of its day (a whole day runs busier or quieter than the season's usual one): scaled
+by the group's jobs over its expected jobs in the 24 hours either side, weighed by how much its days vary against how uncertain that ratio is
 (`volume._level`). A channel or provider whose workflows keep triggering (a channel failing, not a
 workflow stopping) is also measured against what those workflows sent at the time on their other
 channels, times their usual jobs here per job there; the two estimates are weighed by their

@@ -30,7 +30,7 @@ from toolkit.incidents.scan import (
     p_value,
     segment,
 )
-from toolkit.incidents.summary import KINDS, empty, row_code, rows_frame, set_aside
+from toolkit.incidents.summary import KINDS, empty, group_of, row_code, rows_frame, set_aside
 
 #: Bucket widths `find_incidents` picks from (the first giving at most `MAX_BUCKETS` buckets).
 FREQS = ("1min", "2min", "5min", "10min", "15min", "30min", "1h", "2h", "3h", "6h", "12h", "1D")
@@ -292,7 +292,7 @@ def find_incidents(
     moved = volume.at_the_same_time(seasonal, moved)
     # a spike's load: the spike's row; a burst's that is no spike: none, set aside
     rows = volume.loaded_by_spikes(seasonal, rows, moved + bursts)
-    aside = [(row, f"the load of a burst of {_burst(burst)}, read as no spike (sent as its "
+    aside = [(row, f"the load of a burst of {group_of(burst)}, read as no spike (sent as its "
                    "bursts or batches are)")
              for burst in bursts for row in burst.get("slowed", []) + burst.get("limited", [])]  # fmt: skip
     if isinstance(seasonal, season.Season):  # a workflow's own burst queues its sends
@@ -318,14 +318,6 @@ def _left_out(rows: list[dict], kept: list[dict]) -> list[dict]:
     """The ``rows`` not in ``kept``."""
     ids = {id(row) for row in kept}
     return [row for row in rows if id(row) not in ids]
-
-
-def _burst(row: dict) -> str:
-    """The group of a volume ``row``: its workflow, else its channel and provider."""
-    keys = row["keys"]
-    if keys.get("workflow"):
-        return f"workflow {keys['workflow']}"
-    return " ".join(str(keys[name]) for name in ("channel", "provider_id") if keys.get(name))
 
 
 # -- parameters and the window ---------------------------------------------------------------

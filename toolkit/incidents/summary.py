@@ -202,6 +202,15 @@ def _group(row: dict, provider: str, channel: str) -> str:
     return f"The {channel} channel"
 
 
+def group_of(row: dict) -> str:
+    """How a volume row's group is written mid-sentence (`_group`): "workflow a", "Amazon SES
+    email", "the email channel"."""
+    keys = row["keys"]
+    channel = channel_name(keys["channel"]) if keys.get("channel") else ""
+    text = _group(row, _name(keys.get("provider_id")), channel)
+    return text[0].lower() + text[1:] if text.startswith(("Workflow", "The ")) else text
+
+
 def _parts(parts: list[dict]) -> str:
     """The groups of drops (spikes) at the same time: "Workflows a and b, with the email channel
     and FCM push"."""
