@@ -37,6 +37,8 @@ __all__ = [
     "JOB_FACTS",
     "delivery_counts",
     "occasion_counts",
+    "recipient_counts",
+    "recipient_peaks",
     "around",
     "delivery_job_rows",
     "detail_counts",
@@ -325,6 +327,53 @@ def occasion_counts(
             frame[name] = _instants(frame[name])
         out.append(frame)
     return out
+
+
+def recipient_peaks(source: Any, *, after: Any = None, before: Any = None,
+                    by: Sequence[str] = ("workflow",)) -> pd.DataFrame:  # fmt: skip
+    """The most notifications one subscriber got from each group in each hour: one row per
+    bucket and group (``by``: `DIMENSIONS`) with notifications, ``most`` (``int64``). A loop
+    re-triggering a workflow for a few subscribers sends one of them more in an hour than
+    anyone usually gets (`toolkit.incidents.loops`). ``source``, ``after`` and ``before`` as
+    `delivery_counts`."""
+    dimensions = _dimensions(list(by))
+    names = "".join(f", {name}" for name in dimensions)
+    per_person = (
+        f"SELECT {_bucketed(pd.Timedelta('1h'))} AS bucket{names},"
+        " count(DISTINCT notification_id) AS notifications FROM delivery_jobs"
+        f" GROUP BY {', '.join(['1', *dimensions, 'subscriber_id'])}"
+    )
+    sql = (f"SELECT bucket{names}, CAST(max(notifications) AS BIGINT) AS most"
+           f" FROM ({per_person}) AS per_person GROUP BY {', '.join(['bucket', *dimensions])}")  # fmt: skip
+    table, start, end, engine = _over_jobs(source, after, before, sql)
+    return _counts_frame(table, dimensions, pd.Timedelta("1h"), start, end, engine, ("most",))
+
+
+def recipient_counts(source: Any, *, after: Any = None, before: Any = None,
+                     by: Sequence[str] = ("workflow",), groups: Sequence[dict[str, Any]] = (),
+                     least: int = 2) -> pd.DataFrame:  # fmt: skip
+    """The subscribers who got at least ``least`` notifications from one of ``groups`` (each a
+    dict of ``by``'s values) in an hour: one row per bucket, group and subscriber with
+    ``subscriber_id``, ``notifications``, ``jobs`` and their first and last trigger
+    (``first_at``, ``last_at``). ``source``, ``after`` and ``before`` as `delivery_counts`."""
+    dimensions = _dimensions(list(by))
+    names = "".join(f", {name}" for name in dimensions)
+    where = " OR ".join(f"({_condition(keys)})" for keys in groups) or "false"
+    least = arg.count("least", least, 1)
+    sql = (
+        f"SELECT {_bucketed(pd.Timedelta('1h'))} AS bucket{names}, subscriber_id,"
+        " CAST(count(DISTINCT notification_id) AS BIGINT) AS notifications,"
+        " CAST(count(*) AS BIGINT) AS jobs,"
+        " min(unix_micros(triggered_at)) AS first_at, max(unix_micros(triggered_at)) AS last_at"
+        f" FROM delivery_jobs WHERE {where}"
+        f" GROUP BY {', '.join(['1', *dimensions, 'subscriber_id'])}"
+        f" HAVING count(DISTINCT notification_id) >= {least}"
+    )
+    table, start, end, engine = _over_jobs(source, after, before, sql)
+    frame = _typed(table, [*dimensions, "subscriber_id"], ("notifications", "jobs", "first_at", "last_at"))  # fmt: skip
+    for name in ("first_at", "last_at"):
+        frame[name] = _instants(frame[name])
+    return frame.sort_values(["bucket", *dimensions, "subscriber_id"], ignore_index=True)
 
 
 def _bucketed(step: pd.Timedelta) -> str:

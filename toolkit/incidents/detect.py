@@ -18,7 +18,7 @@ from toolkit import metrics, words
 from toolkit.counts import delivery_counts, occasion_counts
 from toolkit.error_codes import RATE_LIMITED, SERVER_ERROR
 from toolkit.errors import ParameterError
-from toolkit.incidents import rates, season, tables, volume
+from toolkit.incidents import loops, rates, season, tables, volume
 from toolkit.incidents.mix import Mix
 from toolkit.incidents.scan import (
     PSEUDO_EVENTS,
@@ -307,6 +307,10 @@ def find_incidents(
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
+    if "volume_spike" in wanted:  # a loop re-sending to a few people, its count hidden or not
+        learnt = (sends, history[1]) if history and sends is not None else None
+        found_loops = loops.find(source, window, learnt, alpha, tests, min_jobs)
+        moved = loops.with_loops(moved, found_loops)
     rows += moved
     aside = set_aside(aside, found.jobs) if aside else []
     if not rows:

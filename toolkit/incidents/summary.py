@@ -111,7 +111,8 @@ def _record(row: dict, jobs: pd.DataFrame) -> dict[str, Any]:
         code = None
     if kind in VOLUME_KINDS:
         estimate = max(0, round(row["expected"] - row["events"]))
-        notifications, subscribers = row.get("notifications", estimate), 0
+        notifications = row.get("notifications", estimate)
+        subscribers = row["loop"]["people"] if "loop" in row else 0
         jobs_, failed, workflows = row["events"], 0, row["workflows"]
     else:
         notifications = hit["notification_id"].nunique()
@@ -294,7 +295,13 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
         text = (
             f"{what} sent {record['jobs']:,} {unit} {when} where about {expected:,} were expected"
         )
-        if "level" not in row:
+        if "loop" in row:  # a runaway loop (`toolkit.incidents.loops`)
+            loop = row["loop"]
+            text = (f"Workflow {row['keys']['workflow']} sent {loop['people']:,} "
+                    f"{'person' if loop['people'] == 1 else 'people'} up to {loop['most']:,} "
+                    f"notifications an hour {when}, where the most one person gets from it in an "
+                    f"hour is usually at most {loop['usual']:,} (a loop re-sending to the same people)")  # fmt: skip
+        elif "level" not in row:
             text += " (compared with the rest of the window: no seasonal baseline)"
         if row.get("slowed"):  # sends its load slowed (`volume.loaded_by_spikes`)
             text += ", and its load slowed " + _listed([
