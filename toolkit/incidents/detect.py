@@ -309,7 +309,7 @@ def find_incidents(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
     if "volume_spike" in wanted:  # a loop re-sending to a few people, its count hidden or not
         learnt = (sends, history[1]) if history and sends is not None else None
-        found_loops = loops.find(source, window, learnt, alpha, tests, min_jobs)
+        found_loops = loops.find(source, window, before, learnt, alpha, tests, min_jobs)
         moved = loops.with_loops(moved, found_loops)
     rows += moved
     aside = set_aside(aside, found.jobs) if aside else []

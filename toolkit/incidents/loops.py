@@ -23,9 +23,12 @@ import pandas as pd
 
 from toolkit.counts import recipient_counts, recipient_peaks
 
-#: The percentiles of a workflow's hourly peaks its tail is read from: exponential above the
-#: first, falling by ten between them (one notification more at least: counts are whole).
+#: The percentiles of a workflow's hourly peaks its tail is read from (``u`` and ``v``, one
+#: notification apart at least).
 TAIL = (0.90, 0.99)
+#: The most a tail falls by with each notification more: hours that all peak at one
+#: notification (a password reset) do not make a second one a loop.
+FALL = 10.0
 #: The hours with sends a workflow needs for its tail to be read (about a week of them).
 LEAST_HOURS = 100
 HOUR = pd.Timedelta("1h")
@@ -33,15 +36,20 @@ HOUR = pd.Timedelta("1h")
 
 def tail_p(peaks: np.ndarray, most: np.ndarray) -> np.ndarray:
     """The chance of an hour peaking at ``most`` or more, by the exponential tail of the hourly
-    ``peaks`` above their `TAIL` percentiles ``u`` and ``v``: ``0.1 * exp(-(most - u) / s)``,
-    ``s = (v - u) / log(10)`` and at least 1."""
-    low, high = np.quantile(peaks, TAIL)
-    scale = max(1.0, (high - low) / np.log(10))
-    return np.minimum(1.0, (1 - TAIL[0]) * np.exp(-(most - low) / scale))
+    ``peaks``: through their shares at or above their `TAIL` percentiles ``u`` and ``v``
+    (``(k + 1) / (n + 1)`` of ``n`` hours, ``k`` of them there: never 0), falling by at most
+    `FALL` with each notification more."""
+    low = np.quantile(peaks, TAIL[0], method="higher")
+    high = max(np.quantile(peaks, TAIL[1], method="higher"), low + 1)
+    share = lambda at: ((peaks >= at).sum() + 1) / (len(peaks) + 1)  # noqa: E731
+    fall = min(FALL, (share(low) / share(high)) ** (1 / (high - low)))
+    return np.minimum(1.0, share(high) * fall ** -(most - high))
 
 
-def find(source, window: dict, history, alpha: float, tests: float, least: int) -> list[dict]:
-    """The loops of ``source``'s window (``window``: its ``after`` and ``before``), each a row:
+def find(source, window: dict, before: pd.Timestamp, history, alpha: float, tests: float,
+         least: int) -> list[dict]:  # fmt: skip
+    """The loops of ``source``'s window (``window``: its ``after`` and ``before`` as asked,
+    ``before`` its end: a loop in its last hour is ongoing), each a row:
     the hours of a workflow whose peak has a `tail_p` (of the history's peaks, ``history``:
     ``(sends, (start, end))``, or the window's) under ``alpha`` over the ``tests`` of the other
     scans and its own (each hour of each workflow tested), with at least ``least``
@@ -60,11 +68,11 @@ def find(source, window: dict, history, alpha: float, tests: float, least: int) 
     rows = []
     for flow, mine, usual, p in tested:
         hours = mine.loc[p * tests <= alpha, "bucket"].sort_values()
-        above = int(np.quantile(usual, TAIL[1]))
+        above = int(np.quantile(usual, TAIL[1], method="higher"))
         for run in _runs(hours):
             row = _row(source, flow, run, above, float(p[mine["bucket"].isin(run)].min() * tests))
             if row is not None and row["notifications"] >= least:
-                row["ongoing"] = bool(row["end"] >= peaks.attrs["before"] - HOUR) if peaks.attrs.get("before") else False
+                row["ongoing"] = bool(row["end"] >= before - HOUR)
                 rows.append(row)
     return rows
 
@@ -97,8 +105,7 @@ def _row(source, flow: str, hours: list[pd.Timestamp], above: int, p: float) -> 
     return {
         "scan": "loop",
         "kind": "volume_spike",
-        "loop": {"people": len(people), "most": int(theirs["notifications"].max()),
-                 "usual": above},  # fmt: skip
+        "loop": {"people": len(people), "most": int(theirs["notifications"].max()), "usual": above},
         "keys": {"workflow": flow},
         "start": start,
         "end": end,
@@ -130,7 +137,7 @@ def with_loops(moved: list[dict], loops: list[dict]) -> list[dict]:
         grouped = any(overlaps(row, loop) and flow in (part["keys"].get("workflow") for part in row["parts"])
                       for row in moved if "parts" in row)  # fmt: skip
         replaced |= {id(row) for row in mine}
-        for row in mine:  # the sends its load slowed or had rate limited (`volume.loaded_by_spikes`)
+        for row in mine:  # sends its load slowed, or had rate limited (`volume.loaded_by_spikes`)
             for key in ("slowed", "limited"):
                 loop[key] = loop.get(key, []) + row.get(key, [])
         added += [] if grouped else [loop]
