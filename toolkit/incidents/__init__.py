@@ -88,7 +88,14 @@ variance says); a workflow's spike short of two of the window's busiest hours on
 depart (a loop: a small workflow's fan-out on a quiet evening is none). A spike takes in the hour
 either side that sends more than `volume.EDGE` standard deviations beyond its expected count (a loop
 from 18:47 to 19:47). A period not significant by its counts is by its occasions, when they are
-(`volume.on_occasions`: a loop triggering a workflow that fans out). A row that is its group's usual
+(`volume.on_occasions`: a loop triggering a workflow that fans out). A loop is found by its
+recipients too, however small its count next to its workflow's busy hours (`loops`): the most
+notifications one subscriber got from a workflow in an hour (`toolkit.counts.recipient_peaks`)
+has a tail that falls off about exponentially (a thread of comments, a few login codes), read
+from the history's hours when a store or an Activity is the baseline, else the window's; an hour
+peaking beyond it with a chance under ``alpha`` over the tests is a loop. Its row names its people
+(``subscribers``: those who got more than 99 hours in 100 peak at, over its hours and the hour
+either side), counts all they got then, and is the spike row of its workflow at the time. A row that is its group's usual
 traffic an hour off is none (`volume.an_hour_off`: summer time's end moves what is sent at a local
 hour an hour in UTC): half of what it misses (sends too many) is too many (missing) in the hours
 either side, and no more than an hour's shift can move, or against the expected counts an hour off

@@ -11,8 +11,8 @@ a loop do not move the percentiles the tail is read from (`tail_p`). A workflow 
 `LEAST_HOURS` such hours is not tested.
 
 A loop's row (``volume_spike``) names its workflow and its people: those who got more than the
-workflow's hours usually peak at (their 99th percentile) in the hours it flagged; its
-notifications are what they got beyond one per hour over those hours and the hour either side.
+workflow's hours usually peak at (their 99th percentile) over the hours it flagged and the
+hour either side; its notifications are all they got then.
 A loop is the spike row of its workflow at the time (`with_loops`).
 """
 
@@ -53,7 +53,7 @@ def find(source, window: dict, before: pd.Timestamp, history, alpha: float, test
     the hours of a workflow whose peak has a `tail_p` (of the history's peaks, ``history``:
     ``(sends, (start, end))``, or the window's) under ``alpha`` over the ``tests`` of the other
     scans and its own (each hour of each workflow tested), with at least ``least``
-    notifications beyond one per hour."""
+    notifications."""
     peaks = recipient_peaks(source, **window)
     learnt = peaks
     if history is not None:
@@ -90,17 +90,19 @@ def _runs(hours: pd.Series) -> list[list[pd.Timestamp]]:
 
 def _row(source, flow: str, hours: list[pd.Timestamp], above: int, p: float) -> dict | None:
     """The row of a loop of workflow ``flow`` flagged at ``hours``: its people got more than
-    ``above`` in one of them; its notifications, what they got beyond one per hour from the
-    hour before to the hour after."""
+    ``above`` from the hour before them to the hour after (a loop's hour is cut by the clock's);
+    its notifications, all they got then (a person's usual from one workflow is a few a day)."""
     first, last = hours[0] - HOUR, hours[-1] + 2 * HOUR
-    got = recipient_counts(source, after=first, before=last, groups=[{"workflow": flow}])
-    flagged = got["bucket"].isin(hours) & (got["notifications"] > above)
-    people = got.loc[flagged, "subscriber_id"].unique()
+    got = recipient_counts(source, after=first, before=last, groups=[{"workflow": flow}], least=1)
+    total = got.groupby("subscriber_id", observed=True)["notifications"].sum()
+    people = total.index[total > above]
     theirs = got[got["subscriber_id"].isin(people)]
     if theirs.empty:
         return None
-    extra = int((theirs["notifications"] - 1).sum())
-    start, end = theirs["first_at"].min(), theirs["last_at"].max()
+    extra = int(theirs["notifications"].sum())
+    looping = theirs[theirs["notifications"] > 1]  # its span: the hours they got repeats in
+    looping = theirs if looping.empty else looping
+    start, end = looping["first_at"].min(), looping["last_at"].max()
     jobs = int(theirs["jobs"].sum())
     return {
         "scan": "loop",
