@@ -95,7 +95,8 @@ has a tail that falls off about exponentially (a thread of comments, a few login
 from the history's hours when a store or an Activity is the baseline, else the window's; an hour
 peaking beyond it with a chance under ``alpha`` over the tests is a loop. Its row names its people
 (``subscribers``: those who got more than 99 hours in 100 peak at, over its hours and the hour
-either side), counts all they got then, and is the spike row of its workflow at the time. A row that is its group's usual
+either side), counts what they got in its hours and in the hours either side they got more than
+one in, and is the spike row of its workflow at the time. A row that is its group's usual
 traffic an hour off is none (`volume.an_hour_off`: summer time's end moves what is sent at a local
 hour an hour in UTC): half of what it misses (sends too many) is too many (missing) in the hours
 either side, and no more than an hour's shift can move, or against the expected counts an hour off

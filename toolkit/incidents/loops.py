@@ -12,7 +12,8 @@ a loop do not move the percentiles the tail is read from (`tail_p`). A workflow 
 
 A loop's row (``volume_spike``) names its workflow and its people: those who got more than the
 workflow's hours usually peak at (their 99th percentile) over the hours it flagged and the
-hour either side; its notifications are all they got then.
+hour either side; its notifications are all they got in those hours, and in the hours either
+side they got more than one in.
 A loop is the spike row of its workflow at the time (`with_loops`).
 """
 
@@ -91,17 +92,19 @@ def _runs(hours: pd.Series) -> list[list[pd.Timestamp]]:
 def _row(source, flow: str, hours: list[pd.Timestamp], above: int, p: float) -> dict | None:
     """The row of a loop of workflow ``flow`` flagged at ``hours``: its people got more than
     ``above`` from the hour before them to the hour after (a loop's hour is cut by the clock's);
-    its notifications, all they got then (a person's usual from one workflow is a few a day)."""
+    its notifications, all they got in those hours and in the hours either side they got more
+    than one in (a person's usual from one workflow is a few a day)."""
     first, last = hours[0] - HOUR, hours[-1] + 2 * HOUR
     got = recipient_counts(source, after=first, before=last, groups=[{"workflow": flow}], least=1)
     total = got.groupby("subscriber_id", observed=True)["notifications"].sum()
     people = total.index[total > above]
     theirs = got[got["subscriber_id"].isin(people)]
+    # the loop's: the flagged hours, and the hours either side they got repeats in (their own
+    # few notifications of the hour before are not)
+    theirs = theirs[theirs["bucket"].isin(hours) | (theirs["notifications"] > 1)]
     if theirs.empty:
         return None
-    looping = theirs[theirs["notifications"] > 1]  # its span: the hours they got repeats in
-    looping = theirs if looping.empty else looping
-    start, end = looping["first_at"].min(), looping["last_at"].max()
+    start, end = theirs["first_at"].min(), theirs["last_at"].max()
     jobs = int(theirs["jobs"].sum())
     return {
         "scan": "loop",
