@@ -332,7 +332,7 @@ def occasion_counts(
 def recipient_peaks(source: Any, *, after: Any = None, before: Any = None,
                     by: Sequence[str] = ("workflow",)) -> pd.DataFrame:  # fmt: skip
     """The most notifications one subscriber got from each group in each hour: one row per
-    bucket and group (``by``: `DIMENSIONS`) with notifications, ``most`` (``int64``). A loop
+    bucket and group (``by``: `DIMENSIONS`) with sends, and ``most`` (``int64``). A loop
     re-triggering a workflow for a few subscribers sends one of them more in an hour than
     anyone usually gets (`toolkit.incidents.loops`). ``source``, ``after`` and ``before`` as
     `delivery_counts`."""

@@ -292,17 +292,16 @@ def _sentence(record: dict[str, Any], row: dict) -> str:
     elif kind in VOLUME_KINDS:
         expected, what = round(row["expected"]), _group(row, provider, channel)
         unit = "jobs" if "level" in row else channel
-        text = (
-            f"{what} sent {record['jobs']:,} {unit} {when} where about {expected:,} were expected"
-        )
         if "loop" in row:  # a runaway loop (`toolkit.incidents.loops`)
             loop = row["loop"]
             text = (f"Workflow {row['keys']['workflow']} sent {loop['people']:,} "
                     f"{'person' if loop['people'] == 1 else 'people'} up to {loop['most']:,} "
                     f"notifications an hour {when}, where the most one person gets from it in an "
                     f"hour is usually at most {loop['usual']:,} (a loop re-sending to the same people)")  # fmt: skip
-        elif "level" not in row:
-            text += " (compared with the rest of the window: no seasonal baseline)"
+        else:
+            text = f"{what} sent {record['jobs']:,} {unit} {when} where about {expected:,} were expected"
+            if "level" not in row:
+                text += " (compared with the rest of the window: no seasonal baseline)"
         if row.get("slowed"):  # sends its load slowed (`volume.loaded_by_spikes`)
             text += ", and its load slowed " + _listed([
                 f"{_sends(slow['keys'])} to {slow['p95']:,.1f} s (p95; 90% usually under "
