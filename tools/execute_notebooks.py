@@ -19,6 +19,7 @@ from pathlib import Path
 import kaleido
 import nbformat
 import plotly.io as pio
+from kaleido.errors import JavascriptError
 from nbclient import NotebookClient
 
 PLOTLY = "application/vnd.plotly.v1+json"
@@ -44,9 +45,16 @@ def execute(path: Path) -> None:
 
 
 def static(figure: dict) -> str:
-    """The figure as SVG text, at the size the notebook shows it."""
+    """The figure as SVG text, at the size the notebook shows it.
+
+    Drawn a second time if kaleido's page raised a JavaScript error: under CPU load its tab can
+    be asked to draw before its script has loaded ("kaleido_scopes is not defined")."""
     figure = pio.from_json(pio.to_json(figure), skip_invalid=True)
-    return stable_ids(pio.to_image(figure, format="svg", width=900, height=450).decode())
+    try:
+        svg = pio.to_image(figure, format="svg", width=900, height=450)
+    except JavascriptError:
+        svg = pio.to_image(figure, format="svg", width=900, height=450)
+    return stable_ids(svg.decode())
 
 
 def stable_ids(svg: str) -> str:
