@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,19 @@ def waits():
 
 #: The instant the test sandboxes' clocks start at; seeded data are a function of (seed, NOW).
 NOW = "2026-11-01T12:00:00Z"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's Chromium (the report's browser test, kaleido's static figures): a test needing
+    it skips without it, and fails in CI (``.ci/run`` installs it)."""
+    path = Path("/usr/bin/chromium")
+    if not path.exists():
+        message = f"Chromium not found at {path}: install it with `apt-get install -y chromium`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def test_an_svg_without_plotly_ids_is_left_alone(tool):
     assert tool.stable_ids("<svg><text>#1a2b3c</text></svg>") == "<svg><text>#1a2b3c</text></svg>"
 
 
-def test_a_real_figure_keeps_every_reference_resolved(tool):
+def test_a_real_figure_keeps_every_reference_resolved(tool, chromium):
     """The ids in a figure plotly really drew still match their references after the change."""
     figure = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
     plotly_json = pio.to_json(figure)

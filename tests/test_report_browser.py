@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,22 +12,16 @@ from toolkit.client import connect
 from toolkit.frames import activity_frames
 from toolkit.report import CHARTS, delivery_report, write_report
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-dev-shm-usage"]  # fmt: skip
 GENERATED_AT = datetime(2026, 11, 1, 12, 30, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        message = f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium`"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+def browser(chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=ARGS)
         yield browser
         browser.close()
 
