@@ -11,7 +11,8 @@ has its kind, its provider (or workflow, channel, domain) and a window overlappi
 error is the row's notifications against the planted count. The campaign (a ``volume_spike``
 row) and the failover (a ``traffic_shift`` row naming the provider it left) are tolerated, not
 required. Every other row is extra. The quiet sets must give no row at all. It prints each miss,
-extra row and impact more than 20% off, then the totals per planted kind and per window length.
+extra row, impact more than 20% off and period set aside (``attrs["set_aside"]``), then the
+totals per planted kind and per window length.
 ``--vary``: each seed also draws the traffic's shape (`toolkit.sandbox.seed.shaped.Shape`: night
 and weekend levels, when mornings start, the zones' shares, how much days and hours vary,
 fan-outs, the digest's and the newsletter's hours), rhythms the detector was never tuned on.
@@ -19,7 +20,8 @@ fan-outs, the digest's and the newsletter's hours), rhythms the detector was nev
 window send less (more) than it. ``--holiday DAYS``: a public holiday that many days before each
 clock (people use the product as on a weekend, the office hours are closed); a drop of no
 channel overlapping it is its row, not an extra one, and each window that holds it should have
-one such row, naming the workflows it quietened (one cause, one row), or none. ``--sale DAYS``:
+one such row, naming the workflows it quietened (one cause, one row), or none (set aside as a
+day like the week's off days). ``--sale DAYS``:
 a sale day instead (people use the product three times as much): a spike of no channel
 overlapping it, and no planted incident (the campaign), is its row.
 
@@ -242,6 +244,8 @@ def shaped_sweep(seeds, clocks, windows, alone: bool = False, scale: float = 1.0
                     )
                     for i in off:
                         print(f"{label}: {marked[0]} {rows.loc[i, 'summary']}")
+                    for sentence in rows.attrs.get("set_aside", []):
+                        print(f"{label}: set aside {sentence}")
                     if not incidents:
                         quiet_rows[days] += len(rows) - len(off)
                         print(f"{label}: {len(rows) - len(off)} rows")

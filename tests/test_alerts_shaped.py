@@ -1,7 +1,7 @@
 """Alerts on traffic shaped like a real product's (`toolkit.sandbox.seed.shaped`), polled as a
 Monitor with a store polls: `find_incidents` on its day-long window, the store's weeks before
 it as the baseline. A quiet night and a Monday morning's batch and digest fire nothing; a
-public holiday fires once; an outage fires within two polls. (`benchmarks/accuracy_alerts.py` measures it over weeks.)"""
+public holiday fires once (and resolves once its day reads as the week's off days); an outage fires within two polls. (`benchmarks/accuracy_alerts.py` measures it over weeks.)"""
 
 from __future__ import annotations
 
@@ -41,10 +41,13 @@ def test_a_public_holiday_fires_one_alert(tmp_path):
     start = pd.Timestamp("2026-10-27T18:00:00Z")
     store = traffic.write_store(tmp_path / "store", start - KEEP - HISTORY, start - KEEP)
     alerts = polled(traffic, store, start, 36, pd.Timedelta(hours=1))  # to Oct 29 05:00 UTC
-    # the office's silence is seen first; the workflows that join it later are the same alert
+    # the office's silence is seen first; the workflows that join it later are the same alert,
+    # resolved once the whole day reads as the week's off days (set aside, no row)
     assert [(a["state"], a["kind"], a["channel"]) for a in alerts] == [
-        ("firing", "volume_drop", None)
+        ("firing", "volume_drop", None),
+        ("resolved", "volume_drop", None),
     ], alerts
+    assert alerts[1]["at"] > holiday.tz_localize("UTC") + pd.Timedelta(days=1)
 
 
 def test_the_day_after_a_holiday_fires_nothing(tmp_path):

@@ -121,7 +121,13 @@ jobs to expected jobs than as usual (every provider stopped: `volume._whole_of`)
 overlapping times are one row naming them, workflows first, most missing (extra) first (a public
 holiday, the app that triggers them down, a sale day: one cause; spikes after the occasions test,
 `volume.at_the_same_time`), its impact and likely range their sums; a channel or provider sharing
-their cells that departs no further than they do is part of it (`volume.together`). A provider's
+their cells that departs no further than they do is part of it (`volume.together`). A drop that is
+a day like the week's off days is set aside, not a row (`toolkit.incidents.offdays`: a public
+holiday of some of the senders: each workflow people trigger fell toward what it sends on the
+week's two quietest days at those hours by one fitted share of its senders, schedules went out
+as usual, its channels and providers fell as their workflows did, and that share makes at least
+half of what each part of the drop misses; a workflow stopped, or a channel down, misses its
+jobs alone and stays a row). A provider's
 spike while another provider of its channel sends about as much less is one ``traffic_shift`` row
 naming both (a failover), compared over the hours after the one the traffic moved in (that hour
 holds both providers' jobs): a Monitor sees the failover as one shift from its first whole hour on,
@@ -281,7 +287,8 @@ result has every column; ``attrs["reason"]`` says why (no jobs, a window too sho
 baseline, nothing departs), ``attrs["checked"]`` what was examined, ``attrs["baseline"]``
 what the volume was compared with and ``attrs["set_aside"]`` each significant failure or
 slowdown read as a load rather than an incident, in a sentence: its summary, then whose load
-(a burst that is no spike, a workflow's own burst queueing its sends, the service's busy hours).
+(a burst that is no spike, a workflow's own burst queueing its sends, the service's busy hours),
+and each drop read as a day like the week's off days.
 """
 
 from toolkit.incidents.detect import find_incidents

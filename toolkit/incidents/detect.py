@@ -18,7 +18,7 @@ from toolkit import metrics, words
 from toolkit.counts import delivery_counts, occasion_counts
 from toolkit.error_codes import RATE_LIMITED, SERVER_ERROR
 from toolkit.errors import ParameterError
-from toolkit.incidents import loops, rates, season, tables, volume
+from toolkit.incidents import loops, offdays, rates, season, tables, volume
 from toolkit.incidents.mix import Mix
 from toolkit.incidents.scan import (
     PSEUDO_EVENTS,
@@ -151,7 +151,8 @@ def find_incidents(
     DataFrame
         `COLUMNS`; ``attrs["reason"]`` says why it is empty, ``attrs["checked"]`` what was
         examined (window, bucket width, jobs, periods tested), ``attrs["set_aside"]`` the
-        significant periods read as a load, a sentence each.
+        significant periods read as a load or as a day like the week's off days, a sentence
+        each.
     """
     _check(kinds, alpha, min_jobs, min_failed, min_ratio, outage_rate)
     if baseline is not None:  # a baseline of another environment is refused
@@ -307,6 +308,9 @@ def find_incidents(
     if moved:
         volume.impact(seasonal, moved, engine_counts.group_counts(
             source, **window, groups=volume.counted_groups(moved)))  # fmt: skip
+    if isinstance(seasonal, season.Season):  # a public holiday: a day like the off days
+        moved, off = offdays.off_day_drops(seasonal, moved, alpha, min_jobs)
+        aside += off
     if "volume_spike" in wanted:  # a loop re-sending to a few people, its count hidden or not
         learnt = (sends, history[1]) if history and sends is not None else None
         found_loops = loops.find(source, window, before, learnt, alpha, tests, min_jobs)

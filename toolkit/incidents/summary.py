@@ -68,7 +68,7 @@ def _with_aside(reason: str, aside: list[str] | None) -> str:
 
 
 def set_aside(rows: list[tuple[dict, str]], jobs: pd.DataFrame) -> list[str]:
-    """A sentence for each significant period read as a load, not an incident: its row's
+    """A sentence for each significant period read as a load or an off day, not an incident: its row's
     summary, then why (``rows``: (row, why); ``jobs``: the fetched jobs)."""
     read = jobs[list(_READ)]
     return [f"{_record(row, read)['summary'][:-1]}; set aside as {why}." for row, why in rows]
