@@ -14,8 +14,9 @@ further theirs too. A spike of one provider of a channel while another provider 
 least half as much less than expected (over the hours after the one the traffic moved in) is one
 ``traffic_shift`` row (a failover), never a drop and a spike. A spike is kept only when it departs
 more than its group did over as many hours in each week of the season's history (`_beyond_history`)
-and is a spike of send occasions too adding more than its group's usual bursts did (a campaign most
-weeks on whichever day), or a fan-out larger than any its group made (`triggered`); a spike of
+and adds more than its group's usual bursts did (a campaign most weeks on whichever day, however
+many hours it was throttled over), as a spike of send occasions too or a fan-out larger than any
+its group made (`triggered`); a spike of
 repeats that are a good share of what it added (a loop: `_mostly_repeats`) is kept whatever its
 size; a workflow's spike short of two of the window's busiest
 hours, only a spike of repeats (a loop). A row of its group's usual traffic an hour off (summer
@@ -866,8 +867,8 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     a crowd triggering one by one, or a fan-out larger than any the group made. A fan-out or a
     burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
-    A spike of occasions that adds no more than its group's usual bursts do (`_usual_burst`: a
-    campaign most weeks, on whichever day) is none either; a spike of repeats (a loop: they
+    A spike that adds no more than its group's usual bursts do (`_usual_burst`: a campaign most
+    weeks, on whichever day, however many hours it was throttled over) is none either; a spike of repeats (a loop: they
     are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size,
     and is the only spike of a group its history never saw send (`_sent_before`). With a history of counts only (no occasions), every spike but a small one or a usual burst
     stays. A ``small`` spike (fewer than two of the window's busiest hours) is kept only as a
@@ -885,9 +886,9 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
                 kept.append(row)
             continue
         loop = _spike_of(repeats, row, alpha) and _mostly_repeats(repeats, frame, row)
-        sized = not row["small"] and _sent_before(season, row)
-        larger = sized and _larger_than_any(season, row)
-        more = sized and not _usual_burst(season, row) and _spike_of(sent, row, alpha)
+        unusual = not row["small"] and _sent_before(season, row) and not _usual_burst(season, row)
+        larger = unusual and _larger_than_any(season, row)
+        more = unusual and _spike_of(sent, row, alpha)
         if loop or larger or more:
             kept.append(row)
     return kept
