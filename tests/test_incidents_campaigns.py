@@ -26,5 +26,6 @@ def test_a_usual_campaign_sent_in_fewer_hours_is_no_spike():
     found = find_incidents(activity, baseline=baseline)
     assert found.empty, list(found["summary"])
     jobs = activity.jobs
-    sent = jobs[jobs["workflow"].eq("marketing-broadcast") & jobs["first_execution_at"].dt.day.eq(9)]
+    campaign = jobs["workflow"].eq("marketing-broadcast") & jobs["first_execution_at"].dt.day.eq(9)
+    sent = jobs[campaign]
     assert len(sent) > 6000  # the campaign is in the window
