@@ -58,3 +58,18 @@ def test_a_stop_at_any_hour_stays_a_row(seed, now, what):
     hit = drops[(drops["started_at"] <= stop["end"]) & (drops["ended_at"] >= stop["start"])]
     assert len(hit) == 1, list(drops["summary"])
     assert not [sentence for sentence in found.attrs["set_aside"] if OFF_DAY in sentence]
+
+
+def test_a_holiday_during_a_failover_is_set_aside():
+    # seed 2's week to Fri Jul 3 16:00 (US Independence Day observed) with its planted
+    # incidents: SMS moved from Twilio to SNS on Jun 30, so Twilio sends none that day; the
+    # providers a failover moves traffic between are not tested alone, their channel is
+    now = pd.Timestamp("2026-07-03T16:00Z")
+    draw = make(2, now, 56, incidents=True)  # as accuracy_quillbrook draws it
+    after = now - pd.Timedelta(days=7)
+    activity, _ = draw.window(after, now)
+    found = find_incidents(activity, baseline=draw.window(after - pd.Timedelta(days=28), after)[0])
+    assert "traffic_shift" in set(found["kind"]), list(found["summary"])
+    assert not found["kind"].eq("volume_drop").any(), list(found["summary"])
+    off = [sentence for sentence in found.attrs["set_aside"] if OFF_DAY in sentence]
+    assert len(off) == 1 and "on Jul 3" in off[0], found.attrs["set_aside"]

@@ -9,8 +9,9 @@ down that triggers several, falls to nothing, whatever the off days send. So a d
 season sent either its expected jobs ``E_w`` or ``E_w - f (E_w - F_w)``, ``F_w`` what its off
 days send then (`off_day_jobs`), ``f`` fitted on the workflows that fell (their missing jobs over
 their off-day difference, weighed by what each tells of it, at most 1), and so did each channel
-and provider (their cells' shares of their workflows'), departing in no group (negative
-binomial, its own variance, corrected over the groups); the workflows that fell are more than
+and provider (their cells' shares of their workflows'; the providers a failover moved traffic
+between meanwhile only as their channel), departing in no group (negative binomial, its own
+variance, corrected over the groups); the workflows that fell are more than
 one, none holding most of what tells ``f`` (one workflow's own rhythm is its own business),
 those but the drop's own most missing one fell significantly too (a holiday lowers many: a stop is
 not corroborated by the noise of the others), and still sent jobs (a stop sends none); and ``f`` makes at least `EXPLAINED` of what each part of
@@ -74,10 +75,13 @@ def _fit(sent, usual, gap, told) -> tuple[float, np.ndarray]:
     return share, fell
 
 
-def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarray) -> float | None:
+def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarray,
+              moved: set[int] = frozenset()) -> float | None:  # fmt: skip
     """The share ``f`` of the senders a drop ``row`` took to a day like the week's off days
     (see the module docstring; ``off``: `off_day_jobs`; ``least``: the fewest jobs the
-    workflows that fell still send), or None when it is not such a day."""
+    workflows that fell still send; ``moved``: the cells of the providers a failover moved
+    traffic between meanwhile, whose providers are not tested alone), or None when it is not
+    such a day."""
     keys, observed, expected, (variance, spread), cells = season.groups("workflow")
     period = slice(row["first"], row["stop"])
     sent, usual = observed[:, period].sum(1), expected[:, period].sum(1)
@@ -115,7 +119,7 @@ def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarr
         _, observed, expected, (variance, spread), members = season.groups(level)
         for g, mine in enumerate(members):
             e = expected[g, period].sum()
-            if e <= 0:
+            if e <= 0 or (level == "provider" and moved.intersection(mine.tolist())):
                 continue
             mean = max(e - falls[mine].sum(), 1e-9)
             phi = max(1.0, variance[g, period].sum() / e + spread[g] * mean)
@@ -124,15 +128,26 @@ def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarr
     return None if min(tails) * 2 * len(tails) <= alpha else share
 
 
+def _meanwhile(row: dict, other: dict) -> bool:
+    """Whether two rows' hours overlap."""
+    return row["first"] < other["stop"] and other["first"] < row["stop"]
+
+
 def off_day_drops(season: Season, rows: list[dict], alpha: float, least: int) -> tuple[list, list]:
     """``rows`` without their drops that are a day like the week's off days (`share_off`),
     and those drops, each with why (the set-aside sentence's end)."""
     if not any(row["kind"] == "volume_drop" for row in rows):
         return rows, []
     off = off_day_jobs(season)
+    shifts = [row for row in rows if row["kind"] == "traffic_shift"]
     kept, aside = [], []
     for row in rows:
-        share = share_off(season, row, alpha, least, off) if row["kind"] == "volume_drop" else None
+        if row["kind"] != "volume_drop":
+            kept.append(row)
+            continue
+        moved = {int(cell) for shift in shifts if _meanwhile(shift, row)
+                 for cell in (*shift["cells"], *shift["to"]["cells"])}  # fmt: skip
+        share = share_off(season, row, alpha, least, off, moved)
         if share is None:
             kept.append(row)
             continue
