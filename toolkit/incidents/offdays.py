@@ -9,14 +9,18 @@ down that triggers several, falls to nothing, whatever the off days send. So a d
 season sent either its expected jobs ``E_w`` or ``E_w - f (E_w - F_w)``, ``F_w`` what its off
 days send then (`off_day_jobs`), ``f`` fitted on the workflows that fell (their missing jobs over
 their off-day difference, weighed by what each tells of it, at most 1), and so did each channel
-and provider (their cells' shares of their workflows'; the providers a failover moved traffic
-between meanwhile only as their channel), departing in no group (negative binomial, its own
-variance, corrected over the groups); the workflows that fell are more than
-one, none holding most of what tells ``f`` (one workflow's own rhythm is its own business),
-those but the drop's own most missing one fell significantly too (a holiday lowers many: a stop is
-not corroborated by the noise of the others), and still sent jobs (a stop sends none); and ``f`` makes at least `EXPLAINED` of what each part of
-the drop misses (what is left is a drop of its own). A partial outage of several workflows
-people trigger, during a region's day, cannot be told from a holiday of the same share.
+(its cells' shares of their workflows'), departing in no group (negative binomial, its own
+variance, corrected over the groups). A channel's providers are not tested alone: each may
+carry a region of its own (SMS routed by country), whose holiday falls on it alone, and a
+failover moves traffic between them; a provider part of the drop sent no less than its own
+off days would (`_above_off_days`: a provider down sends nothing). The workflows that fell are
+more than one, none holding most of what tells ``f`` (one workflow's own rhythm is its own
+business), those but the drop's own most missing one fell significantly too (a holiday lowers
+many: a stop is not corroborated by the noise of the others), and still sent jobs (a stop sends
+none); and ``f`` makes at least `EXPLAINED` of what each part of the drop misses, a provider
+part's out of its channel's (what is left is a drop of its own). A partial outage of several
+workflows people trigger, during a region's day, cannot be told from a holiday of the same
+share.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolkit.incidents.scan import count_p_value
-from toolkit.incidents.season import LEVELS, WEEK, Season, pooled
+from toolkit.incidents.season import CELL, WEEK, Season, pooled
 
 DAY = 24
 #: The week's off days: at each hour of the day, the days of the week expecting the fewest
@@ -45,12 +49,15 @@ def slots(season: Season) -> np.ndarray:
     return (at + start) % WEEK
 
 
-def off_day_jobs(season: Season) -> np.ndarray:
-    """What each workflow is expected to send at each hour of the window on the week's off
-    days (workflows x hours, as `Season.groups`): its expected count times the mean of the
-    `OFF_DAYS` smallest of its usual counts at that hour of the day over the week's seven days,
-    over its usual count at that hour of the week (each from the reference's weeks, `pooled`)."""
-    _, _, expected, _, cells = season.groups("workflow")
+def off_day_jobs(season: Season, cells: list[np.ndarray] | None = None) -> np.ndarray:
+    """What each set of ``cells`` (by default each workflow's, as `Season.groups`) is expected
+    to send at each hour of the window on the week's off days (sets x hours): its expected
+    count times the mean of the `OFF_DAYS` smallest of its usual counts at that hour of the day
+    over the week's seven days, over its usual count at that hour of the week (each from the
+    reference's weeks, `pooled`)."""
+    if cells is None:
+        cells = season.groups("workflow")[4]
+    expected = np.stack([season.expected[mine].sum(0) for mine in cells])
     profile = pooled(np.stack([season.reference[mine].sum(0) for mine in cells]))  # x 168
     days = np.stack([np.roll(profile, -DAY * k, axis=1) for k in range(WEEK // DAY)])
     off = np.sort(days, axis=0)[:OFF_DAYS].mean(0)
@@ -75,13 +82,10 @@ def _fit(sent, usual, gap, told) -> tuple[float, np.ndarray]:
     return share, fell
 
 
-def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarray,
-              moved: set[int] = frozenset()) -> float | None:  # fmt: skip
+def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarray) -> float | None:
     """The share ``f`` of the senders a drop ``row`` took to a day like the week's off days
     (see the module docstring; ``off``: `off_day_jobs`; ``least``: the fewest jobs the
-    workflows that fell still send; ``moved``: the cells of the providers a failover moved
-    traffic between meanwhile, whose providers are not tested alone), or None when it is not
-    such a day."""
+    workflows that fell still send), or None when it is not such a day."""
     keys, observed, expected, (variance, spread), cells = season.groups("workflow")
     period = slice(row["first"], row["stop"])
     sent, usual = observed[:, period].sum(1), expected[:, period].sum(1)
@@ -112,14 +116,17 @@ def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarr
     missing = [
         cell_usual[p["cells"]].sum() - season.observed[p["cells"], period].sum() for p in parts
     ]
-    if any(falls[p["cells"]].sum() < EXPLAINED * m for p, m in zip(parts, missing, strict=True)):
+    reach = [_reach(season, p) for p in parts]
+    if any(falls[r].sum() < EXPLAINED * m for r, m in zip(reach, missing, strict=True)):
+        return None
+    if not _above_off_days(season, parts, period, alpha):
         return None
     tails = []
-    for level in LEVELS:
+    for level in ("workflow", "channel"):  # a channel's providers may each carry a region's
         _, observed, expected, (variance, spread), members = season.groups(level)
         for g, mine in enumerate(members):
             e = expected[g, period].sum()
-            if e <= 0 or (level == "provider" and moved.intersection(mine.tolist())):
+            if e <= 0:
                 continue
             mean = max(e - falls[mine].sum(), 1e-9)
             phi = max(1.0, variance[g, period].sum() / e + spread[g] * mean)
@@ -128,9 +135,32 @@ def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarr
     return None if min(tails) * 2 * len(tails) <= alpha else share
 
 
-def _meanwhile(row: dict, other: dict) -> bool:
-    """Whether two rows' hours overlap."""
-    return row["first"] < other["stop"] and other["first"] < row["stop"]
+def _reach(season: Season, part: dict) -> np.ndarray:
+    """The cells whose fall may make a drop's ``part``: its own, or a provider's channel's
+    (SMS is routed by country: a region's holiday falls on its providers)."""
+    if part["level"] != "provider":
+        return part["cells"]
+    at = CELL.index("channel")
+    channels = {season.keys[cell][at] for cell in part["cells"]}
+    return np.array([n for n, key in enumerate(season.keys) if key[at] in channels])
+
+
+def _above_off_days(season: Season, parts: list[dict], period: slice, alpha: float) -> bool:
+    """Whether no provider part of a drop sent significantly less than its off days do (a
+    provider down sends nothing, whatever its region's off days send)."""
+    providers = [p for p in parts if p["level"] == "provider"]
+    if not providers:
+        return True
+    keys, _, expected, (variance, spread), _ = season.groups("provider")
+    off = off_day_jobs(season, [p["cells"] for p in providers])[:, period].sum(1)
+    for p, least in zip(providers, off, strict=True):
+        g = keys.index(p["keys"])
+        e = max(expected[g, period].sum(), 1e-9)
+        phi = max(1.0, variance[g, period].sum() / e + spread[g] * least)
+        sent = season.observed[p["cells"], period].sum()
+        if count_p_value(float(sent), float(least), float(phi), low=True) <= alpha:
+            return False
+    return True
 
 
 def off_day_drops(season: Season, rows: list[dict], alpha: float, least: int) -> tuple[list, list]:
@@ -139,15 +169,9 @@ def off_day_drops(season: Season, rows: list[dict], alpha: float, least: int) ->
     if not any(row["kind"] == "volume_drop" for row in rows):
         return rows, []
     off = off_day_jobs(season)
-    shifts = [row for row in rows if row["kind"] == "traffic_shift"]
     kept, aside = [], []
     for row in rows:
-        if row["kind"] != "volume_drop":
-            kept.append(row)
-            continue
-        moved = {int(cell) for shift in shifts if _meanwhile(shift, row)
-                 for cell in (*shift["cells"], *shift["to"]["cells"])}  # fmt: skip
-        share = share_off(season, row, alpha, least, off, moved)
+        share = share_off(season, row, alpha, least, off) if row["kind"] == "volume_drop" else None
         if share is None:
             kept.append(row)
             continue
