@@ -125,9 +125,10 @@ their cells that departs no further than they do is part of it (`volume.together
 a day like the week's off days is set aside, not a row (`toolkit.incidents.offdays`: a public
 holiday of some of the senders: each workflow people trigger fell toward what it sends on the
 week's two quietest days at those hours by one fitted share of its senders, schedules went out
-as usual, its channels and providers fell as their workflows did, and that share makes at least
-half of what each part of the drop misses; a workflow stopped, or a channel down, misses its
-jobs alone and stays a row). A provider's
+as usual, its channels fell as their workflows did (its providers, each of which may carry a
+region of its own, only no lower than their own off days), and that share makes at least half of
+what each part of the drop misses; a workflow stopped, or a channel down, misses its jobs alone
+and stays a row). A provider's
 spike while another provider of its channel sends about as much less is one ``traffic_shift`` row
 naming both (a failover), compared over the hours after the one the traffic moved in (that hour
 holds both providers' jobs): a Monitor sees the failover as one shift from its first whole hour on,
