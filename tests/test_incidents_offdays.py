@@ -73,3 +73,17 @@ def test_a_holiday_during_a_failover_is_set_aside():
     assert not found["kind"].eq("volume_drop").any(), list(found["summary"])
     off = [sentence for sentence in found.attrs["set_aside"] if OFF_DAY in sentence]
     assert len(off) == 1 and "on Jul 3" in off[0], found.attrs["set_aside"]
+
+
+def test_a_holiday_is_corroborated_by_what_its_workflows_tell_not_by_noisy_schedules():
+    # seed 2's week to Mon Apr 13 with the weeks before: Easter Monday's offices fell, and so
+    # did a Monday digest that varies much from week to week; summed plainly its variance hid
+    # the others' fall, weighed by what each tells it does not
+    now = pd.Timestamp("2026-04-13T08:00Z")
+    draw = make(2, now, 56)  # as accuracy_quillbrook draws it
+    after = now - pd.Timedelta(days=7)
+    activity, _ = draw.window(after, now)
+    found = find_incidents(activity, baseline=draw.window(after - pd.Timedelta(days=28), after)[0])
+    assert found.empty, list(found["summary"])
+    off = [sentence for sentence in found.attrs["set_aside"] if OFF_DAY in sentence]
+    assert len(off) == 1 and "on Apr 6" in off[0], found.attrs["set_aside"]

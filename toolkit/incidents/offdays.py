@@ -16,7 +16,8 @@ failover moves traffic between them; a provider part of the drop sent no less th
 off days would (`_above_off_days`: a provider down sends nothing). The workflows that fell are
 more than one, none holding most of what tells ``f`` (one workflow's own rhythm is its own
 business), those but the drop's own most missing one fell significantly too (a holiday lowers
-many: a stop is not corroborated by the noise of the others), and still sent jobs (a stop sends
+many: a stop is not corroborated by the noise of the others; each weighed by what it tells of
+``f``, so a digest that varies much from week to week does not hide them), and still sent jobs (a stop sends
 none); and ``f`` makes at least `EXPLAINED` of what each part of the drop misses, a provider
 part's out of its channel's (what is left is a drop of its own). A partial outage of several
 workflows people trigger, during a region's day, cannot be told from a holiday of the same
@@ -26,6 +27,7 @@ share.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
 
 from toolkit.incidents.scan import count_p_value
 from toolkit.incidents.season import CELL, WEEK, Season, pooled
@@ -90,22 +92,24 @@ def share_off(season: Season, row: dict, alpha: float, least: int, off: np.ndarr
     period = slice(row["first"], row["stop"])
     sent, usual = observed[:, period].sum(1), expected[:, period].sum(1)
     gap = usual - off[:, period].sum(1)
-    told = gap**2 / np.maximum(variance[:, period].sum(1) + spread * usual**2, 1e-9)
+    varies = np.maximum(variance[:, period].sum(1) + spread * usual**2, 1e-9)
+    told = gap**2 / varies
     share, fell = _fit(sent, usual, gap, told)
     if share <= 0 or fell.sum() < 2 or sent[fell].sum() < least:
         return None
     if told[fell].max() > ONE_WORKFLOW * told[fell].sum():
         return None
-    # the others that fell, without the row's own most missing one, fell too (a holiday
-    # lowers many)
+    # the others that fell, without the row's own most missing one, fell toward their off
+    # days too (a holiday lowers many): the score test of a share above 0 over them, each
+    # weighed by its off-day difference over its variance (a schedule that varies much tells
+    # little)
     names = [key["workflow"] for key in keys]
     own = row["workflows"][0] if row.get("workflows") else None
     rest = fell & np.array([str(name) != own for name in names])
     if not rest.any():
         return None
-    e = usual[rest].sum()
-    v = variance[rest, period].sum() + (spread[rest] * usual[rest] ** 2).sum()
-    if count_p_value(float(sent[rest].sum()), float(e), max(1.0, v / e), low=True) > alpha:
+    score = (gap * (usual - sent) / varies)[rest].sum() / np.sqrt(told[rest].sum())
+    if norm.sf(score) > alpha:
         return None
     # each cell's part of its workflow's fall: its share of the workflow's expected jobs
     cell_usual = season.expected[:, period].sum(1)
