@@ -27,5 +27,4 @@ def test_a_usual_campaign_sent_in_fewer_hours_is_no_spike():
     assert found.empty, list(found["summary"])
     jobs = activity.jobs
     campaign = jobs["workflow"].eq("marketing-broadcast") & jobs["first_execution_at"].dt.day.eq(9)
-    sent = jobs[campaign]
-    assert len(sent) > 6000  # the campaign is in the window
+    assert campaign.sum() > 6000  # the campaign is in the window

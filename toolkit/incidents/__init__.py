@@ -80,8 +80,8 @@ weeks count too when the window makes its own season, `season.Season.earlier`), 
 most minutes already, whatever its size) depart and make at least `volume.LOOP_SHARE` of the
 notifications it added (`volume._mostly_repeats`: a payday's deposit wave reaches new people, a
 few of them twice; a loop the same people again), or it adds more than the usual bursts and its
-busiest hour sends more than twice the group's busiest in the history (`volume.triggered`; a group the history never saw send, a
-monthly statement a shorter history cannot hold or a new workflow's first broadcast, has no
+busiest hour sends more than twice the group's busiest in the history (`volume.triggered`; a
+group the history never saw send, a monthly statement a shorter history cannot hold or a new workflow's first broadcast, has no
 usual size to be larger than: it spikes only by its repeats, `volume._sent_before`: a
 fan-out sent at once is one occasion, once per subscriber, and makes a tail heavier than its
 variance says); a workflow's spike short of two of the window's busiest hours only when its repeats

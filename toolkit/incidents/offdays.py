@@ -17,8 +17,8 @@ off days would (`_above_off_days`: a provider down sends nothing). The workflows
 more than one, none holding most of what tells ``f`` (one workflow's own rhythm is its own
 business), those but the drop's own most missing one fell significantly too (a holiday lowers
 many: a stop is not corroborated by the noise of the others; each weighed by what it tells of
-``f``, so a digest that varies much from week to week does not hide them), and still sent jobs (a stop sends
-none); and ``f`` makes at least `EXPLAINED` of what each part of the drop misses, a provider
+``f``, so a digest that varies much from week to week does not hide them), and still sent jobs
+(a stop sends none); and ``f`` makes at least `EXPLAINED` of what each part of the drop misses, a provider
 part's out of its channel's (what is left is a drop of its own). A partial outage of several
 workflows people trigger, during a region's day, cannot be told from a holiday of the same
 share.

@@ -868,10 +868,11 @@ def triggered(season: Season, spikes: list[dict], occasions: Callable[[dict], di
     burst sent at once is one occasion, once per subscriber: its jobs make a tail heavier than
     their variance says (a small workflow's bursts of ten at an hour that usually sends one).
     A spike that adds no more than its group's usual bursts do (`_usual_burst`: a campaign most
-    weeks, on whichever day, however many hours it was throttled over) is none either; a spike of repeats (a loop: they
-    are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is kept whatever its size,
-    and is the only spike of a group its history never saw send (`_sent_before`). With a history of counts only (no occasions), every spike but a small one or a usual burst
-    stays. A ``small`` spike (fewer than two of the window's busiest hours) is kept only as a
+    weeks, on whichever day, however many hours it was throttled over) is none either; a spike
+    of repeats (a loop: they are at least `LOOP_SHARE` of what it added, `_mostly_repeats`) is
+    kept whatever its size, and is the only spike of a group its history never saw send
+    (`_sent_before`). With a history of counts only (no occasions), every spike but a small one
+    or a usual burst stays. A ``small`` spike (fewer than two of the window's busiest hours) is kept only as a
     spike of repeats: a loop; a small workflow's burst at a quiet hour is neither larger than
     it is nor many more triggers."""
     levels: dict[str, list[dict]] = {}
